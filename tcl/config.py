@@ -1,0 +1,99 @@
+"""`[tool.tcl]` in pyproject.toml, overridden by command-line options."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import torch_version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MODES = ("default", "fullgraph")
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=lambda: ["TCL"])
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    torch_version: str | None = None
+    mode: str = "default"
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    source: Path | None = None  # the pyproject.toml it came from
+
+    def target_version(self) -> tuple[int, int]:
+        return torch_version.resolve(self.torch_version)
+
+    def enabled(self, code: str) -> bool:
+        selected = any(code.startswith(p) for p in self.select)
+        ignored = any(code.startswith(p) for p in self.ignore)
+        if selected and ignored:
+            # The more specific prefix wins, as in ruff.
+            best_select = max((p for p in self.select if code.startswith(p)), key=len)
+            best_ignore = max((p for p in self.ignore if code.startswith(p)), key=len)
+            return len(best_select) > len(best_ignore)
+        return selected
+
+
+KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode", "per-file-ignores"}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for directory in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(pyproject: Path | None) -> Config:
+    config = Config()
+    if pyproject is None:
+        return config
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: {exc}") from None
+    section = data.get("tool", {}).get("tcl")
+    if section is None:
+        return config
+    unknown = set(section) - KEYS
+    if unknown:
+        raise ConfigError(f"{pyproject}: unknown [tool.tcl] keys: {', '.join(sorted(unknown))}")
+    config.source = pyproject
+    config.select = _codes(section.get("select", config.select), pyproject) + _codes(section.get("extend-select", []), pyproject)
+    config.ignore = _codes(section.get("ignore", []), pyproject)
+    config.exclude = list(section.get("exclude", [])) + list(section.get("extend-exclude", []))
+    config.torch_version = section.get("torch-version")
+    config.mode = section.get("mode", "default")
+    config.per_file_ignores = {k: _codes(v, pyproject) for k, v in section.get("per-file-ignores", {}).items()}
+    validate(config, str(pyproject))
+    return config
+
+
+def _codes(value, where) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of rule codes, got {value!r}")
+    return [v.strip().upper() for v in value]
+
+
+def validate(config: Config, where: str) -> None:
+    if config.mode not in MODES:
+        raise ConfigError(f"{where}: mode must be one of {', '.join(MODES)}, not {config.mode!r}")
+    if config.torch_version is not None:
+        try:
+            torch_version.parse(str(config.torch_version))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None

@@ -1,0 +1,282 @@
+"""The one analysis engine behind `tcl check`, flake8, pre-commit, the LSP and `tcl verify`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .config import Config
+from .dataflow import Kind
+from .findings import ERROR, WARNING, FileError, Finding
+from .module_index import FunctionInfo, ModuleIndex, build_index
+from .noqa import NoqaMap
+from .positions import node_ranges
+from .rules import selected_rules
+from .walker import Candidate, FunctionResult, FunctionWalker, entry_param_kinds, helper_param_kinds
+
+# Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
+PREFILTER_WORDS = ("torch", "forward", "compile")
+MAX_ANALYSES_PER_FUNCTION = 6
+
+
+@dataclass
+class FileReport:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    skipped: bool = False  # pre-filtered: no torch code
+
+
+def might_trace(source: str) -> bool:
+    return any(word in source for word in PREFILTER_WORDS)
+
+
+class Analyzer:
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.version = self.config.target_version()
+        self.rules = selected_rules(self.config, self.version)
+        self.hooks: dict[str, list] = defaultdict(list)
+        for rule in self.rules:
+            instance = rule()
+            for node_type, method in rule.hooks().items():
+                self.hooks[node_type].append((instance, method))
+
+    # -- entry points ----------------------------------------------------------------------
+    def check_source(self, source: str, path: str, package: str = "") -> FileReport:
+        report = FileReport(path)
+        if not might_trace(source):
+            report.skipped = True
+            return report
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            report.errors.append(FileError(path, exc.raw_line, f"cannot parse: {_first_line(exc.message)}"))
+            return report
+        except (RecursionError, MemoryError) as exc:
+            report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
+            return report
+        try:
+            candidates = FileAnalysis(module, self, package, source).run()
+            report.findings = self._to_findings(module, candidates, path, source)
+        except RecursionError:
+            report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
+        return report
+
+    def _to_findings(self, module: cst.Module, candidates, path: str, source: str) -> list[Finding]:
+        if not candidates:
+            return []
+        ranges = node_ranges(module, {id(c.function.top) for c, _ in candidates})
+        noqa = NoqaMap(source)
+        findings = {}
+        for candidate, reached_from in candidates:
+            where = ranges.get(candidate.node)
+            if where is None:
+                continue
+            start, end = where.start, where.end
+            if noqa.suppressed(candidate.rule.code, start.line, end.line):
+                continue
+            finding = Finding(
+                code=candidate.rule.code,
+                path=path,
+                line=start.line,
+                col=start.column + 1,
+                end_line=end.line,
+                end_col=end.column + 1,
+                message=_message(candidate),
+                gb=candidate.gb,
+                severity=ERROR if candidate.amplifier else WARNING,
+                fix=candidate.rule.fix,
+                reached_from=reached_from,
+            )
+            findings.setdefault((finding.code, finding.line, finding.col), finding)
+        return sorted(findings.values(), key=Finding.sort_key)
+
+
+def _message(candidate: Candidate) -> str:
+    message = candidate.message
+    if candidate.amplifier:
+        message += (
+            f" (inside a {candidate.amplifier}: Dynamo drops the whole frame"
+            f" {candidate.function.qualname}() to eager)"
+        )
+    return message
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else "syntax error"
+
+
+class FileAnalysis:
+    """Finds the functions torch.compile traces in one module and runs the rules over them."""
+
+    def __init__(self, module: cst.Module, analyzer: Analyzer, package: str, source: str) -> None:
+        self.module = module
+        self.analyzer = analyzer
+        self.index: ModuleIndex = build_index(module, package, source)
+        self.results: dict[int, FunctionResult] = {}
+        self.param_kinds: dict[int, dict[str, Kind]] = {}
+        self.functions: dict[int, FunctionInfo] = {}
+        self.entries: dict[int, str] = {}
+        # callee id -> caller id -> call sites (positional kinds, keyword kinds)
+        self.sites: dict[int, dict[int, list]] = defaultdict(dict)
+        self.callers: dict[int, set[int]] = defaultdict(set)
+
+    # -- what torch.compile traces ---------------------------------------------------------
+    def entry_points(self) -> list[FunctionInfo]:
+        index = self.index
+        entries: list[FunctionInfo] = []
+        for cls in index.classes.values():
+            if cls.is_module and "forward" in cls.methods:
+                entries.append(cls.methods["forward"])
+            entries.extend(m for m in cls.methods.values() if m.is_compiled and m.name != "forward")
+        entries.extend(f for f in index.functions.values() if f.is_compiled)
+        for target in index.compile_targets:
+            function = self._lookup(target)
+            if function is not None:
+                entries.append(function)
+        return [f for f in dict.fromkeys(entries) if not f.is_disabled]
+
+    def _lookup(self, dotted_name: str) -> FunctionInfo | None:
+        head, _, rest = dotted_name.partition(".")
+        if not rest:
+            return self.index.functions.get(head)
+        cls = self.index.classes.get(head)
+        if cls is not None:
+            return self.method_of(cls, rest)
+        return None
+
+    def method_of(self, cls, name: str) -> FunctionInfo | None:
+        seen = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            if name in cls.methods:
+                return cls.methods[name]
+            cls = next((self.index.classes[b] for b in cls.bases if b in self.index.classes), None)
+        return None
+
+    def resolve_call(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self.index.functions.get(func.value)
+        if not isinstance(func, cst.Attribute):
+            return None
+        attr = func.attr.value
+        receiver = func.value
+        owner = caller.owner
+        if isinstance(receiver, cst.Name):
+            if receiver.value == "self" and owner is not None:
+                method = self.method_of(owner, attr)
+                if method is not None:
+                    return method
+                return self._submodule_forward(owner, attr)
+            cls = self.index.classes.get(receiver.value)
+            if cls is not None:
+                return self.method_of(cls, attr)
+        if (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Name)
+            and receiver.func.value == "super"
+            and owner is not None
+        ):
+            for base in owner.bases:
+                cls = self.index.classes.get(base)
+                if cls is not None:
+                    return self.method_of(cls, attr)
+        return None
+
+    def _submodule_forward(self, owner, attr: str) -> FunctionInfo | None:
+        value = owner.attributes.get(attr)
+        if isinstance(value, cst.Call):
+            cls = self.index.classes.get(self.index.qualify(value.func) or "")
+            if cls is not None and cls.is_module:
+                return self.method_of(cls, "forward")
+        return None
+
+    # -- the fixpoint over traced functions ------------------------------------------------
+    def run(self) -> list[tuple[Candidate, tuple[str, ...]]]:
+        queue: list[FunctionInfo] = []
+        for entry in self.entry_points():
+            key = id(entry)
+            self.functions[key] = entry
+            self.entries[key] = entry.qualname
+            self.param_kinds[key] = entry_param_kinds(entry)
+            queue.append(entry)
+        analyses: dict[int, int] = defaultdict(int)
+        while queue:
+            function = queue.pop(0)
+            key = id(function)
+            if analyses[key] >= MAX_ANALYSES_PER_FUNCTION:
+                continue
+            analyses[key] += 1
+            previous = self.results.get(key)
+            result = self._walk(function)
+            self.results[key] = result
+            if previous is None or previous.returns != result.returns:
+                queue.extend(self.functions[c] for c in self.callers[key] if self.functions[c] not in queue)
+            for callee in self._record_calls(function, result):
+                if callee not in queue:
+                    queue.append(callee)
+        return self._candidates_with_reach()
+
+    def _walk(self, function: FunctionInfo) -> FunctionResult:
+        walker = FunctionWalker(
+            function,
+            self.index,
+            self.analyzer.hooks,
+            self.param_kinds[id(function)],
+            lambda call: self.resolve_call(call, function),
+            self._return_kind,
+            self.analyzer.version,
+        )
+        return walker.run()
+
+    def _return_kind(self, function: FunctionInfo) -> Kind:
+        result = self.results.get(id(function))
+        return result.returns if result is not None and result.returns is not None else Kind.UNKNOWN
+
+    def _record_calls(self, caller: FunctionInfo, result: FunctionResult) -> list[FunctionInfo]:
+        """Remember what `caller` passes to each callee; return callees whose inputs changed."""
+        caller_key = id(caller)
+        per_callee: dict[int, list] = defaultdict(list)
+        for callee, positional, keywords in result.calls:
+            if callee.is_disabled:
+                continue
+            per_callee[id(callee)].append((positional, keywords))
+            self.functions[id(callee)] = callee
+        changed = []
+        for callee_key, sites in per_callee.items():
+            self.sites[callee_key][caller_key] = sites
+            self.callers[callee_key].add(caller_key)
+            callee = self.functions[callee_key]
+            if callee_key in self.entries:
+                kinds = self.param_kinds[callee_key]
+            else:
+                all_sites = [site for s in self.sites[callee_key].values() for site in s]
+                kinds = helper_param_kinds(callee, all_sites)
+            if callee_key not in self.results or kinds != self.param_kinds.get(callee_key):
+                self.param_kinds[callee_key] = kinds
+                changed.append(callee)
+        return changed
+
+    def _candidates_with_reach(self) -> list[tuple[Candidate, tuple[str, ...]]]:
+        reach: dict[int, set[str]] = defaultdict(set)
+        for key, name in self.entries.items():
+            stack = [key]
+            seen = set()
+            while stack:
+                current = stack.pop()
+                if current in seen:
+                    continue
+                seen.add(current)
+                reach[current].add(name)
+                stack.extend(callee for callee, callers in self.callers.items() if current in callers)
+        output = []
+        for key, result in self.results.items():
+            entries = tuple(sorted(reach[key] - {self.functions[key].qualname})) if key not in self.entries else ()
+            for candidate in result.candidates:
+                output.append((candidate, entries))
+        return output

@@ -1,0 +1,295 @@
+"""Evaluates the Kind of an expression inside one traced function.
+
+The evaluator reads the function's local environment (names -> Kind, updated as the walker
+passes assignments), the class's `self.<attr>` assignments, and summaries of the file's other
+functions (their return kinds).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import libcst as cst
+
+from .dataflow import (
+    BOOL_METHODS, META_ATTRIBUTES, META_BUILTINS, META_METHODS, SCALAR_BUILTINS,
+    TENSOR_PRESERVING_BUILTINS, TORCH_BOOL_FUNCTIONS, TORCH_META_FUNCTIONS, Kind, constant_kind,
+    is_tensor, join,
+)
+from .module_index import ClassInfo, FunctionInfo, ModuleIndex, is_torch_module_base
+
+if TYPE_CHECKING:
+    pass
+
+TENSOR_ATTRIBUTES_OF_MODULES = ("weight", "bias")
+# torch namespaces whose functions mostly return objects, not tensor data.
+TORCH_OBJECT_NAMESPACES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch._dynamo.",
+    "torch.compiler.", "torch.utils.", "torch.autograd.", "torch.optim.", "torch.profiler.",
+    "torch.library.", "torch._C.", "torch.fx.", "torch.export.", "torch.overrides.",
+)
+SELF = "self"
+
+
+class KindEvaluator:
+    def __init__(
+        self,
+        index: ModuleIndex,
+        owner: ClassInfo | None,
+        env: dict[str, Kind],
+        resolve_call: Callable[[cst.Call], FunctionInfo | None],
+        return_kind: Callable[[FunctionInfo], Kind],
+    ) -> None:
+        self.index = index
+        self.owner = owner
+        self.env = env
+        self.resolve_call = resolve_call
+        self.return_kind = return_kind
+        self._memo: dict[int, Kind] = {}
+
+    def forget(self) -> None:
+        self._memo.clear()
+
+    def __call__(self, node: cst.BaseExpression) -> Kind:
+        key = id(node)
+        kind = self._memo.get(key)
+        if kind is None:
+            kind = self._eval(node)
+            self._memo[key] = kind
+        return kind
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def _eval(self, node: cst.BaseExpression) -> Kind:
+        if constant_kind(node):
+            return Kind.META
+        method = getattr(self, f"_eval_{type(node).__name__}", None)
+        return method(node) if method else Kind.UNKNOWN
+
+    def _eval_Name(self, node: cst.Name) -> Kind:
+        kind = self.env.get(node.value)
+        if kind is not None:
+            return kind
+        if node.value == SELF and self.owner is not None:
+            return Kind.MODULE if self.owner.is_module else Kind.UNKNOWN
+        return Kind.UNKNOWN
+
+    def _eval_FormattedString(self, node) -> Kind:
+        return Kind.META
+
+    def _eval_Lambda(self, node) -> Kind:
+        return Kind.UNKNOWN
+
+    def _eval_Attribute(self, node: cst.Attribute) -> Kind:
+        attr = node.attr.value
+        if isinstance(node.value, cst.Name) and node.value.value == SELF and SELF not in self.env:
+            return self.self_attribute(attr)
+        base = self(node.value)
+        if is_tensor(base):
+            return Kind.META if attr in META_ATTRIBUTES else Kind.TENSOR
+        if base == Kind.MODULE:
+            if attr == "training":
+                return Kind.META
+            if attr in TENSOR_ATTRIBUTES_OF_MODULES or attr.endswith(("_weight", "_bias")):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if base == Kind.META:
+            return Kind.META
+        return Kind.UNKNOWN
+
+    def self_attribute(self, attr: str) -> Kind:
+        if attr == "training":
+            return Kind.META
+        info = self.owner
+        seen = set()
+        while info is not None and info.name not in seen:
+            seen.add(info.name)
+            if attr in info.buffers:
+                return Kind.TENSOR
+            value = info.attributes.get(attr)
+            if value is not None:
+                return init_value_kind(value, self.index)
+            method = info.methods.get(attr)
+            if method is not None:
+                return Kind.UNKNOWN
+            info = next((self.index.classes[b] for b in info.bases if b in self.index.classes), None)
+        return Kind.UNKNOWN
+
+    def _eval_Subscript(self, node: cst.Subscript) -> Kind:
+        base = self(node.value)
+        if base == Kind.BOOL_TENSOR:
+            return Kind.BOOL_TENSOR
+        if base in (Kind.TENSOR, Kind.META, Kind.MODULE, Kind.SCALAR):
+            return base
+        return Kind.UNKNOWN
+
+    def _eval_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
+        left, right = self(node.left), self(node.right)
+        if is_tensor(left) or is_tensor(right):
+            bitwise = isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
+            if bitwise and Kind.BOOL_TENSOR in (left, right):
+                return Kind.BOOL_TENSOR
+            return Kind.TENSOR
+        return _combine_plain(left, right)
+
+    def _eval_UnaryOperation(self, node: cst.UnaryOperation) -> Kind:
+        operand = self(node.expression)
+        if isinstance(node.operator, cst.Not):
+            return Kind.SCALAR if is_tensor(operand) or operand == Kind.SCALAR else (
+                Kind.META if operand == Kind.META else Kind.UNKNOWN
+            )
+        return operand
+
+    def _eval_BooleanOperation(self, node: cst.BooleanOperation) -> Kind:
+        return join(self(node.left), self(node.right))
+
+    def _eval_Comparison(self, node: cst.Comparison) -> Kind:
+        operators = [target.operator for target in node.comparisons]
+        if all(isinstance(op, (cst.Is, cst.IsNot)) for op in operators):
+            return Kind.META
+        kinds = [self(node.left)] + [self(target.comparator) for target in node.comparisons]
+        if any(isinstance(op, (cst.In, cst.NotIn)) for op in operators):
+            return Kind.META if all(k == Kind.META for k in kinds) else Kind.UNKNOWN
+        if any(is_tensor(k) for k in kinds):
+            return Kind.BOOL_TENSOR
+        result = kinds[0]
+        for kind in kinds[1:]:
+            result = _combine_plain(result, kind)
+        return result
+
+    def _eval_IfExp(self, node: cst.IfExp) -> Kind:
+        return join(self(node.body), self(node.orelse))
+
+    def _eval_Tuple(self, node: cst.Tuple) -> Kind:
+        kinds = [self(el.value) for el in node.elements]
+        return Kind.META if kinds and all(k == Kind.META for k in kinds) else Kind.UNKNOWN
+
+    _eval_List = _eval_Tuple
+
+    def _eval_Call(self, node: cst.Call) -> Kind:
+        func = node.func
+        qualname = self.index.qualify(func)
+        if qualname:
+            kind = self._known_function_kind(qualname, node)
+            if kind is not None:
+                return kind
+        callee = self.resolve_call(node)
+        if callee is not None:
+            return self.return_kind(callee)
+        if isinstance(func, cst.Attribute):
+            return self._method_kind(func, node)
+        callee_kind = self(func)
+        if callee_kind == Kind.MODULE:
+            return Kind.TENSOR
+        return Kind.UNKNOWN
+
+    def _known_function_kind(self, qualname: str, node: cst.Call) -> Kind | None:
+        if qualname.startswith("builtins."):
+            first = self(node.args[0].value) if node.args else Kind.META
+            if qualname in META_BUILTINS:
+                return Kind.META
+            if qualname in SCALAR_BUILTINS:
+                return Kind.SCALAR if is_tensor(first) or first == Kind.SCALAR else first
+            if qualname in TENSOR_PRESERVING_BUILTINS:
+                kinds = [self(arg.value) for arg in node.args if arg.keyword is None]
+                if any(is_tensor(k) for k in kinds):
+                    return Kind.TENSOR
+                return Kind.META if kinds and all(k == Kind.META for k in kinds) else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if qualname in TORCH_META_FUNCTIONS:
+            return Kind.META
+        if qualname in TORCH_BOOL_FUNCTIONS:
+            return Kind.BOOL_TENSOR
+        if qualname.startswith("torch.nn.functional."):
+            return Kind.TENSOR
+        if qualname.startswith("torch.nn.") and is_torch_module_base(qualname):
+            return Kind.MODULE
+        if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
+            last = qualname.rsplit(".", 1)[-1]
+            if last[:1].isupper() or last.startswith("_"):
+                return Kind.UNKNOWN
+            if last in ("any", "all"):
+                return Kind.BOOL_TENSOR
+            return Kind.TENSOR
+        if qualname.startswith(("math.", "operator.")):
+            return _all_meta_or_unknown([self(a.value) for a in node.args])
+        return None
+
+    def _method_kind(self, func: cst.Attribute, node: cst.Call) -> Kind:
+        receiver = self(func.value)
+        method = func.attr.value
+        if is_tensor(receiver):
+            if method in META_METHODS:
+                return Kind.META
+            if method in ("item", "tolist"):
+                return Kind.SCALAR
+            if method in BOOL_METHODS or method in ("any", "all"):
+                return Kind.BOOL_TENSOR
+            if method in ("numpy", "backward", "register_hook", "__len__", "data_ptr"):
+                return Kind.UNKNOWN
+            return Kind.TENSOR
+        if receiver == Kind.MODULE:
+            if method in ("forward", "__call__"):
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if receiver == Kind.META:
+            return Kind.META
+        if receiver == Kind.SCALAR:
+            return Kind.SCALAR
+        return Kind.UNKNOWN
+
+
+def _combine_plain(a: Kind, b: Kind) -> Kind:
+    if Kind.SCALAR in (a, b):
+        return Kind.SCALAR
+    if a == Kind.META and b == Kind.META:
+        return Kind.META
+    return Kind.UNKNOWN
+
+
+def _all_meta_or_unknown(kinds: list[Kind]) -> Kind:
+    if any(is_tensor(k) for k in kinds):
+        return Kind.TENSOR
+    if any(k == Kind.SCALAR for k in kinds):
+        return Kind.SCALAR
+    return Kind.META if all(k == Kind.META for k in kinds) else Kind.UNKNOWN
+
+
+def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
+    """Kind of `self.x` from the expression assigned to it (usually in __init__)."""
+    if constant_kind(value):
+        return Kind.META
+    if isinstance(value, cst.Call):
+        qualname = index.qualify(value.func) or ""
+        last = qualname.rsplit(".", 1)[-1]
+        if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"):
+            return Kind.TENSOR
+        if qualname.startswith("torch.nn.") and is_torch_module_base(qualname):
+            return Kind.MODULE
+        cls = index.classes.get(qualname)
+        if cls is not None:
+            return Kind.MODULE if cls.is_module else Kind.UNKNOWN
+        if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
+            return Kind.UNKNOWN if last[:1].isupper() else Kind.TENSOR
+        if qualname.startswith("builtins."):
+            return Kind.META if last in ("int", "float", "bool", "str", "len") else Kind.UNKNOWN
+        if last[:1].isupper():
+            # An imported class: most attributes built from classes in model code are modules.
+            return Kind.MODULE if _looks_like_module_class(last) else Kind.UNKNOWN
+        return Kind.UNKNOWN
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return Kind.META
+    if isinstance(value, (cst.Attribute, cst.Subscript)):
+        # `self.eps = config.layer_norm_eps`: configuration, not tensor data.
+        return Kind.META
+    return Kind.UNKNOWN
+
+
+_MODULE_CLASS_HINTS = (
+    "Linear", "Conv", "Norm", "Embedding", "Dropout", "Attention", "MLP", "Mlp", "Block",
+    "Layer", "Head", "Encoder", "Decoder", "Module", "Sequential", "List", "Dict", "Act",
+    "ReLU", "GELU", "SiLU", "Pool", "Identity", "Router", "Expert", "Gate", "Stem", "Net",
+)
+
+
+def _looks_like_module_class(name: str) -> bool:
+    return any(hint in name for hint in _MODULE_CLASS_HINTS)

@@ -1,0 +1,265 @@
+"""One cheap pass over a module's top level: imports, functions, classes, loggers, compile targets.
+
+Only top-level statements and class bodies are read here; function bodies are walked later, and
+only for functions that torch.compile traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .names import ImportMap, canonical, dotted
+
+COMPILE_NAMES = frozenset({"torch.compile"})
+DISABLE_NAMES = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
+LOGGER_FACTORIES = ("getLogger", "get_logger")
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    name: str
+    node: cst.FunctionDef
+    top: cst.CSTNode  # the module-level statement holding it, for positions
+    owner: "ClassInfo | None" = None
+    decorators: tuple[str, ...] = ()
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.owner.name}.{self.name}" if self.owner else self.name
+
+    @property
+    def is_disabled(self) -> bool:
+        return any(d in DISABLE_NAMES for d in self.decorators)
+
+    @property
+    def is_compiled(self) -> bool:
+        return any(d in COMPILE_NAMES for d in self.decorators)
+
+    @property
+    def is_staticmethod(self) -> bool:
+        return "builtins.staticmethod" in self.decorators or "staticmethod" in self.decorators
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    node: cst.ClassDef
+    bases: tuple[str, ...]
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    # self.<attr> assignments in __init__ (and other methods): attr -> the assigned expression
+    attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    buffers: set[str] = field(default_factory=set)  # register_buffer / register_parameter names
+    is_module: bool = False
+
+
+@dataclass
+class ModuleIndex:
+    imports: ImportMap
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    loggers: set[str] = field(default_factory=set)
+    compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
+    local_defs: frozenset[str] = frozenset()
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        return canonical(self.imports.qualify(node, self.local_defs))
+
+
+def decorator_names(node: cst.FunctionDef | cst.ClassDef, imports: ImportMap) -> tuple[str, ...]:
+    names = []
+    for decorator in node.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        names.append(canonical(imports.qualify(expr)) or "")
+    return tuple(names)
+
+
+def build_index(module: cst.Module, package: str = "", source: str = "") -> ModuleIndex:
+    imports = ImportMap(package)
+    _collect_imports(module, imports)
+    index = ModuleIndex(imports=imports)
+    local_defs = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            local_defs.add(stmt.name.value)
+        elif isinstance(stmt, cst.ClassDef):
+            local_defs.add(stmt.name.value)
+    index.local_defs = frozenset(local_defs)
+
+    for stmt in module.body:
+        _index_statement(stmt, stmt, index)
+    _mark_module_classes(index)
+    if "compile(" in source:
+        collect_compile_calls(module, index)
+    return index
+
+
+def _collect_imports(module: cst.Module, imports: ImportMap) -> None:
+    # Imports inside `if TYPE_CHECKING:` / `try:` blocks count too; a full visit would be
+    # wasteful, so look one level into compound statements.
+    for stmt in _top_level_simple(module.body):
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                imports.add_import(small)
+            elif isinstance(small, cst.ImportFrom):
+                imports.add_import_from(small)
+
+
+def _top_level_simple(body, depth: int = 0):
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif depth < 2 and isinstance(stmt, (cst.If, cst.Try)):
+            yield from _top_level_simple(stmt.body.body, depth + 1)
+            for handler in getattr(stmt, "handlers", ()):
+                yield from _top_level_simple(handler.body.body, depth + 1)
+            orelse = getattr(stmt, "orelse", None)
+            if isinstance(orelse, cst.Else):
+                yield from _top_level_simple(orelse.body.body, depth + 1)
+
+
+def _index_statement(stmt: cst.CSTNode, top: cst.CSTNode, index: ModuleIndex) -> None:
+    if isinstance(stmt, cst.FunctionDef):
+        info = FunctionInfo(stmt.name.value, stmt, top, None, decorator_names(stmt, index.imports))
+        index.functions[info.name] = info
+    elif isinstance(stmt, cst.ClassDef):
+        _index_class(stmt, top, index)
+    elif isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            _index_small_statement(small, index, owner=None)
+    elif isinstance(stmt, (cst.If, cst.Try)):
+        for inner in stmt.body.body:
+            _index_statement(inner, top, index)
+
+
+def _index_class(node: cst.ClassDef, top: cst.CSTNode, index: ModuleIndex) -> None:
+    bases = tuple(canonical(index.imports.qualify(arg.value, index.local_defs)) or "" for arg in node.bases)
+    info = ClassInfo(node.name.value, node, bases)
+    index.classes[info.name] = info
+    for stmt in node.body.body:
+        if isinstance(stmt, cst.FunctionDef):
+            method = FunctionInfo(stmt.name.value, stmt, top, info, decorator_names(stmt, index.imports))
+            info.methods[method.name] = method
+    for method in info.methods.values():
+        _collect_self_attributes(method.node, info, index)
+
+
+class _SelfAttributeCollector(cst.CSTVisitor):
+    """`self.x = ...`, `self.register_buffer("x", ...)` and `torch.compile(self.m)` in a method."""
+
+    def __init__(self, info: ClassInfo, index: ModuleIndex) -> None:
+        self.info = info
+        self.index = index
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            attr = _self_attribute(target.target)
+            if attr and attr not in self.info.attributes:
+                self.info.attributes[attr] = node.value
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        attr = _self_attribute(node.target)
+        if attr and node.value is not None and attr not in self.info.attributes:
+            self.info.attributes[attr] = node.value
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func)
+        if name in ("self.register_buffer", "self.register_parameter") and node.args:
+            first = node.args[0].value
+            if isinstance(first, cst.SimpleString):
+                self.info.buffers.add(first.evaluated_value)
+        _record_compile_target(node, self.index, self.info)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return True
+
+
+def _self_attribute(target: cst.BaseExpression) -> str | None:
+    if (
+        isinstance(target, cst.Attribute)
+        and isinstance(target.value, cst.Name)
+        and target.value.value == "self"
+    ):
+        return target.attr.value
+    return None
+
+
+def _collect_self_attributes(node: cst.FunctionDef, info: ClassInfo, index: ModuleIndex) -> None:
+    # Attributes are read from every method, __init__ first, since models often build
+    # submodules in helpers such as `_init_layers`.
+    node.visit(_SelfAttributeCollector(info, index))
+
+
+def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, owner) -> None:
+    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+        value = small.value
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        if isinstance(value, cst.Call):
+            func = dotted(value.func) or ""
+            if func.endswith(LOGGER_FACTORIES):
+                index.loggers.update(t.value for t in targets if isinstance(t, cst.Name))
+            _record_compile_target(value, index, owner)
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        _record_compile_target(small.value, index, owner)
+
+
+def _record_compile_target(call: cst.Call, index: ModuleIndex, owner: ClassInfo | None) -> None:
+    if canonical(index.imports.qualify(call.func, index.local_defs)) not in COMPILE_NAMES:
+        return
+    if not call.args or call.args[0].keyword is not None:
+        return
+    target = call.args[0].value
+    name = dotted(target)
+    if name is None:
+        return
+    if name.startswith("self.") and owner is not None:
+        index.compile_targets.add(f"{owner.name}.{name[5:]}")
+    else:
+        index.compile_targets.add(name)
+
+
+def _mark_module_classes(index: ModuleIndex) -> None:
+    """A class is an nn.Module if a base is torch.nn.<Something> or a module class of this file."""
+    changed = True
+    while changed:
+        changed = False
+        for info in index.classes.values():
+            if info.is_module:
+                continue
+            for base in info.bases:
+                parent = index.classes.get(base)
+                if is_torch_module_base(base) or (parent is not None and parent.is_module):
+                    info.is_module = True
+                    changed = True
+                    break
+
+
+def is_torch_module_base(qualname: str) -> bool:
+    if not qualname.startswith("torch.nn."):
+        return False
+    last = qualname.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last not in ("Parameter", "Buffer")
+
+
+class _CompileCallCollector(cst.CSTVisitor):
+    """`torch.compile(f)` anywhere in the file, e.g. inside `main()` or a training script."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.owner: ClassInfo | None = None
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.owner = self.index.classes.get(node.name.value, self.owner)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.owner = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        _record_compile_target(node, self.index, self.owner)
+
+
+def collect_compile_calls(module: cst.Module, index: ModuleIndex) -> None:
+    module.visit(_CompileCallCollector(index))

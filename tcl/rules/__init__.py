@@ -1,0 +1,38 @@
+"""The rule registry: every rule class, in code order, selected by config and torch version."""
+
+from __future__ import annotations
+
+from .base import Example, Rule
+from .data_dependent import (
+    DataDependentBranch, ItemCall, ScalarConversion, TensorAssertWithMessage, TolistCall,
+)
+from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
+from .side_effects import (
+    DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, OpenCall, PrintCall, SkippedCall,
+    WarningsWarn,
+)
+from .unsupported import (
+    AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, ParameterInForward,
+    RecurrentModule, TensorFormatting, TensorToString,
+)
+
+ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
+    [
+        PrintCall, DebuggerCall, OpenCall, LoggingCall, WarningsWarn, SkippedCall,
+        ExplicitGraphBreak, DisabledCall,
+        DataDependentBranch, TensorAssertWithMessage, ItemCall, ScalarConversion, TolistCall,
+        DynamicOutputShape, OneHotWithoutNumClasses,
+        TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
+        DataMutation, ClassInCompiledFunction, RecurrentModule,
+    ],
+    key=lambda rule: rule.code,
+))
+BY_CODE = {rule.code: rule for rule in ALL_RULES}
+assert len(BY_CODE) == len(ALL_RULES), "duplicate rule code"
+
+
+def selected_rules(config, version) -> list[type[Rule]]:
+    return [r for r in ALL_RULES if config.enabled(r.code) and r.applies(version, config.mode)]
+
+
+__all__ = ["ALL_RULES", "BY_CODE", "Example", "Rule", "selected_rules"]

@@ -1,0 +1,102 @@
+"""What a rule is: data (code, message, GB ids, fix, examples) plus small visit hooks.
+
+Borrowed from Fixit 2: each rule carries its VALID and INVALID examples inline, one generic
+harness (tests/test_rule_examples.py) runs every example through the analyzer *and* through the
+installed compiler, and the rule reference in docs/ is generated from the same classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+Version = tuple[int, int]
+
+DEFAULT_MODE = "default"
+FULLGRAPH_MODE = "fullgraph"
+ALL_MODES = frozenset({DEFAULT_MODE, FULLGRAPH_MODE})
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small module. INVALID examples mark each line that must break with `# BREAK`.
+
+    `entry` names the function or nn.Module class the compiler test calls; `args` is a Python
+    expression for its inputs (default: one torch.randn(4, 4) per parameter). `versions` limits
+    the example to torch releases, e.g. "<2.14" or ">=2.14".
+    """
+
+    code: str
+    entry: str = "fn"
+    args: str | None = None
+    versions: str | None = None
+    fullgraph_breaks: bool | None = None  # None: as the rule's modes say
+
+    def expected_lines(self) -> list[int]:
+        return [i for i, line in enumerate(self.code.splitlines(), 1) if "# BREAK" in line]
+
+    def applies_to(self, version: Version) -> bool:
+        return version_matches(self.versions, version)
+
+
+def version_matches(spec: str | None, version: Version) -> bool:
+    if not spec:
+        return True
+    for clause in spec.split(","):
+        clause = clause.strip()
+        for op in (">=", "<=", "==", "<", ">"):
+            if clause.startswith(op):
+                major, minor = (int(p) for p in clause[len(op):].split("."))
+                other = (major, minor)
+                ok = {
+                    ">=": version >= other, "<=": version <= other, "==": version == other,
+                    "<": version < other, ">": version > other,
+                }[op]
+                if not ok:
+                    return False
+                break
+        else:
+            raise ValueError(f"bad version clause {clause!r}")
+    return True
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix: ClassVar[str]
+    # GB ids by the first torch release that reports them, newest last: ((2, 0), "GB0059"), ...
+    gb: ClassVar[tuple[tuple[Version, str], ...]] = ()
+    alt_gb: ClassVar[tuple[str, ...]] = ()  # ids the compiler may also report (dtype-dependent)
+    modes: ClassVar[frozenset[str]] = ALL_MODES
+    versions: ClassVar[str | None] = None  # torch releases the rule applies to
+    rationale: ClassVar[str] = ""
+    # Where the compiler reports the break relative to the finding (f-strings: at the use).
+    runtime_line_offset: ClassVar[int] = 0
+    VALID: ClassVar[list[Example]] = []
+    INVALID: ClassVar[list[Example]] = []
+
+    @classmethod
+    def gb_for(cls, version: Version) -> str | None:
+        chosen = None
+        for first, gb_id in cls.gb:
+            if version >= first:
+                chosen = gb_id
+        return chosen
+
+    @classmethod
+    def gb_ids(cls) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([gb_id for _, gb_id in cls.gb] + list(cls.alt_gb)))
+
+    @classmethod
+    def applies(cls, version: Version, mode: str) -> bool:
+        return mode in cls.modes and version_matches(cls.versions, version)
+
+    @classmethod
+    def hooks(cls) -> dict[str, str]:
+        """Node type name -> method name, for every `visit_<Node>` this rule defines."""
+        return {
+            attr[len("visit_"):]: attr
+            for attr in dir(cls)
+            if attr.startswith("visit_") and callable(getattr(cls, attr))
+        }

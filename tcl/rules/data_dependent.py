@@ -1,0 +1,293 @@
+"""Python control flow and Python values that depend on tensor *data*.
+
+Metadata (`x.shape`, `x.dtype`, `len(x)`, `self.training`, `mask is None`) is fine: Dynamo
+guards on it. The truth value of a tensor is not known while tracing.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..dataflow import Kind, is_tensor
+from .base import DEFAULT_MODE, Example, Rule
+
+TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
+
+
+class DataDependentBranch(Rule):
+    code = "TCL201"
+    name = "data-dependent-branch"
+    message = "Python branch on tensor data ({construct}) breaks the graph"
+    fix = (
+        "compute both sides and select with torch.where(cond, a, b), or use torch.cond(pred, "
+        "true_fn, false_fn, operands) for branches with different work"
+    )
+    gb = (((2, 0), "GB0170"),)
+    rationale = (
+        "`if`, `while`, `and`/`or`/`not` and conditional expressions need a Python bool. For a "
+        "tensor that value exists only at run time, so Dynamo ends the graph, runs the test "
+        "eagerly and compiles each side separately. Branches on metadata (shape, dtype, "
+        "`self.training`, `is None`) are fine."
+    )
+    VALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, mask=None):
+    if mask is not None:
+        x = x.masked_fill(mask, 0)
+    if x.shape[0] > 2 and x.dim() == 2:
+        x = x * 2
+    return torch.where(x.sum() > 0, x, -x)
+'''),
+        Example('''
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.use_bias = True
+
+    def forward(self, x):
+        if self.training:
+            x = self.drop(x)
+        if self.use_bias:
+            x = x + 1
+        h, w = x.shape[-2:]
+        return x if h == w else x.t()
+''', entry="Net"),
+    ]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if x.sum() > 0:  # BREAK
+        return x * 2
+    return x - 1
+'''),
+        Example('''
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    def forward(self, x, mask):
+        if (mask == 0).any():  # BREAK
+            x = x.masked_fill(mask == 0, 0.0)
+        return x
+''', entry="Gate", args="(torch.randn(4, 4), torch.randint(0, 2, (4, 4)))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x if x.max() > 1 else -x  # BREAK
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    while x.norm() > 1:  # BREAK
+        x = x / 2
+    return x
+'''),
+    ]
+
+    def visit_If(self, node: cst.If, ctx) -> None:
+        if ctx.data_dependent(node.test):
+            ctx.report(self, node.test, self.message.format(construct="if"))
+
+    def visit_While(self, node: cst.While, ctx) -> None:
+        if ctx.data_dependent(node.test):
+            ctx.report(self, node.test, self.message.format(construct="while"))
+
+    def visit_IfExp(self, node: cst.IfExp, ctx) -> None:
+        if ctx.data_dependent(node.test):
+            ctx.report(self, node.test, self.message.format(construct="conditional expression"))
+
+    def visit_CompIf(self, node: cst.CompIf, ctx) -> None:
+        if ctx.data_dependent(node.test):
+            ctx.report(self, node.test, self.message.format(construct="comprehension filter"))
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx) -> None:
+        if _in_test_position(ctx):
+            return
+        if is_tensor(ctx.kind(node.left)):
+            operator = "and" if isinstance(node.operator, cst.And) else "or"
+            ctx.report(self, node, self.message.format(construct=f"`{operator}`"))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx) -> None:
+        if isinstance(node.operator, cst.Not) and not _in_test_position(ctx) and ctx.data_dependent(node.expression):
+            ctx.report(self, node, self.message.format(construct="`not`"))
+
+
+def _in_test_position(ctx) -> bool:
+    """Inside the test of an if/while/assert/...: the statement's own report covers it."""
+    depth = 1
+    while True:
+        parent = ctx.parent(depth)
+        if parent is None:
+            return False
+        if isinstance(parent, TEST_OWNERS):
+            return True
+        if not isinstance(parent, (cst.BooleanOperation, cst.UnaryOperation)):
+            return False
+        depth += 1
+
+
+class TensorAssertWithMessage(Rule):
+    code = "TCL202"
+    name = "assert-on-tensor-with-message"
+    message = "assert on tensor data with a non-constant message breaks the graph"
+    fix = "use torch._check(cond, lambda: 'message'), or keep the assert with a constant string message"
+    gb = (((2, 0), "GB0170"),)
+    rationale = (
+        "Dynamo turns `assert <tensor>` into an in-graph assert only when the message is absent "
+        "or a constant string. A formatted message (f-string, variable) makes it a data-dependent "
+        "branch."
+    )
+    VALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    assert (x.abs() >= 0).all(), "magnitudes are non-negative"
+    assert x.shape[0] == 4, f"bad batch {x.shape}"
+    return x + 1
+'''),
+    ]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    assert (x.abs() >= 0).all(), f"negative magnitude in {x.shape}"  # BREAK
+    return x + 1
+''')]
+
+    def visit_Assert(self, node: cst.Assert, ctx) -> None:
+        if node.msg is None or isinstance(node.msg, (cst.SimpleString, cst.ConcatenatedString)):
+            return
+        if ctx.data_dependent(node.test):
+            ctx.report(self, node.test)
+
+
+class ItemCall(Rule):
+    code = "TCL203"
+    name = "tensor-item"
+    message = ".item() reads tensor data into Python and breaks the graph"
+    fix = (
+        "keep the value as a 0-d tensor (drop .item()), or set "
+        "torch._dynamo.config.capture_scalar_outputs = True"
+    )
+    gb = (((2, 0), "GB0124"),)
+    modes = frozenset({DEFAULT_MODE})
+    rationale = (
+        "Default mode ends the graph at .item(). With fullgraph=True Dynamo captures it as an "
+        "unbacked symbol instead, and fails later if the value steers Python control flow."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    scale = x.abs().max()
+    return x / scale
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    scale = x.abs().max().item()  # BREAK
+    return x / scale
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args:
+            if ctx.kind(func.value) not in (Kind.META, Kind.SCALAR, Kind.MODULE):
+                ctx.report(self, node)
+
+
+class ScalarConversion(Rule):
+    code = "TCL204"
+    name = "tensor-to-python-scalar"
+    message = "{name}() of a tensor reads its data into Python and breaks the graph"
+    fix = "keep it a tensor (t.to(dtype) / comparisons on tensors), or set torch._dynamo.config.capture_scalar_outputs = True"
+    gb = (((2, 0), "GB0124"),)
+    modes = frozenset({DEFAULT_MODE})
+    rationale = "int(t), float(t) and bool(t) call .item() under the hood."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = int(x.shape[0])
+    return x * float(n)
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    total = float(x.sum())  # BREAK
+    return x / total
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in ("builtins.int", "builtins.float", "builtins.bool") and len(node.args) == 1:
+            if is_tensor(ctx.kind(node.args[0].value)):
+                ctx.report(self, node, self.message.format(name=name[9:]))
+
+
+class TolistCall(Rule):
+    code = "TCL205"
+    name = "tensor-tolist"
+    message = ".tolist() reads tensor data into Python and breaks the graph"
+    fix = "keep the data in tensors (index, gather, torch.split with a tensor of sizes) instead of Python lists"
+    gb = (((2, 0), "GB0109"),)
+    alt_gb = ("GB0033",)
+    rationale = (
+        "A float tensor's .tolist() always breaks (GB0109); an integer tensor's breaks in "
+        "default mode (GB0033, data-dependent output)."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    sizes = list(x.shape)
+    return x.reshape(sizes[0], -1)
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    values = x.tolist()  # BREAK
+    return x + len(values)
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    counts = (x > 0).sum(dim=1).tolist()  # BREAK
+    return x * len(counts)
+''', fullgraph_breaks=False),  # an int tensor's tolist() is traced under fullgraph=True
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "tolist" and not node.args:
+            if ctx.kind(func.value) not in (Kind.META, Kind.SCALAR, Kind.MODULE):
+                ctx.report(self, node)

@@ -1,0 +1,164 @@
+"""Ops whose output shape depends on tensor data."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..dataflow import Kind, is_tensor
+from .base import DEFAULT_MODE, Example, Rule
+
+DYNAMIC_FUNCTIONS = frozenset({
+    "torch.nonzero", "torch.argwhere", "torch.unique", "torch.unique_consecutive",
+    "torch.masked_select",
+})
+DYNAMIC_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+
+
+class DynamicOutputShape(Rule):
+    code = "TCL301"
+    name = "data-dependent-output-shape"
+    message = "{op} has an output shape that depends on tensor data and breaks the graph"
+    fix = (
+        "keep shapes static: torch.where(mask, x, 0) / masked_fill instead of x[mask], a fixed-size "
+        "topk instead of nonzero; or set torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    )
+    gb = (((2, 0), "GB0036"),)
+    modes = frozenset({DEFAULT_MODE})
+    rationale = (
+        "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), boolean-mask "
+        "indexing or repeat_interleave with tensor repeats a static shape and ends the graph. "
+        "fullgraph=True traces them with unbacked sizes instead."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    keep = x > 0
+    y = torch.where(keep, x, torch.zeros_like(x))
+    idx = torch.arange(x.shape[0])
+    return y[idx] + x.repeat_interleave(2, dim=0)[: x.shape[0]]
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    idx = torch.nonzero(x > 0)  # BREAK
+    return idx.float().sum() + x
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(scores):
+    keep = scores > 0.5
+    kept = scores[keep]  # BREAK
+    return kept.sum()
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    labels = torch.unique(x.round())  # BREAK
+    return labels.sum()
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, counts):
+    return x.repeat_interleave(counts, dim=0)  # BREAK
+''', args="(torch.randn(3, 2), torch.tensor([1, 2, 3]))"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in DYNAMIC_FUNCTIONS:
+            ctx.report(self, node, self.message.format(op=f"{name}()"))
+            return
+        if name == "torch.where" and len([a for a in node.args if a.keyword is None]) == 1:
+            ctx.report(self, node, self.message.format(op="torch.where(cond) with one argument"))
+            return
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if method in DYNAMIC_METHODS and is_tensor(ctx.kind(func.value)):
+            ctx.report(self, node, self.message.format(op=f".{method}()"))
+        elif method == "repeat_interleave" or name == "torch.repeat_interleave":
+            repeats = _repeats_argument(node, is_method=name != "torch.repeat_interleave")
+            if repeats is not None and is_tensor(ctx.kind(repeats)):
+                ctx.report(self, node, self.message.format(op="repeat_interleave with tensor repeats"))
+
+    def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
+        if _is_store_target(node, ctx) or not is_tensor(ctx.kind(node.value)):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and ctx.kind(index.value) == Kind.BOOL_TENSOR:
+                ctx.report(self, node, self.message.format(op="boolean-mask indexing"))
+                return
+
+
+def _repeats_argument(node: cst.Call, is_method: bool) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "repeats":
+            return arg.value
+    positional = [a.value for a in node.args if a.keyword is None]
+    position = 0 if is_method else 1
+    return positional[position] if len(positional) > position else None
+
+
+def _is_store_target(node: cst.Subscript, ctx) -> bool:
+    """`x[mask] = 0` is an in-place masked write: static shape, no break."""
+    parent = ctx.parent()
+    if isinstance(parent, cst.AssignTarget) and parent.target is node:
+        return True
+    return isinstance(parent, cst.AugAssign) and parent.target is node
+
+
+class OneHotWithoutNumClasses(Rule):
+    code = "TCL302"
+    name = "one-hot-without-num-classes"
+    message = "F.one_hot() without num_classes has a data-dependent shape and breaks the graph"
+    fix = "pass num_classes=<the number of classes> explicitly"
+    gb = (((2, 0), "GB0246"),)
+    rationale = "Without num_classes, one_hot reads max(x)+1 from the data to size its output."
+    VALID = [Example('''
+import torch
+import torch.nn.functional as F
+
+@torch.compile
+def fn(labels):
+    return F.one_hot(labels, num_classes=10).float()
+''', args="torch.tensor([1, 2, 3])")]
+    INVALID = [Example('''
+import torch
+import torch.nn.functional as F
+
+@torch.compile
+def fn(labels):
+    return F.one_hot(labels).float()  # BREAK
+''', args="torch.tensor([1, 2, 3])")]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) not in ("torch.nn.functional.one_hot",):
+            return
+        positional = [a for a in node.args if a.keyword is None]
+        num_classes = next((a.value for a in node.args if a.keyword and a.keyword.value == "num_classes"), None)
+        if num_classes is None and len(positional) >= 2:
+            num_classes = positional[1].value
+        if num_classes is None or _is_minus_one(num_classes):
+            ctx.report(self, node)
+
+
+def _is_minus_one(node: cst.BaseExpression) -> bool:
+    return (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+        and node.expression.value == "1"
+    )

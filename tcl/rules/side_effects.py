@@ -1,0 +1,392 @@
+"""Calls with effects outside the graph: I/O, logging, debuggers, clocks, explicit breaks."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .base import Example, Rule
+
+GUARD = "guard it with `if not torch.compiler.is_compiling():`"
+
+
+class PrintCall(Rule):
+    code = "TCL101"
+    name = "print-in-compiled-region"
+    message = "print() inside a compiled region breaks the graph"
+    fix = f"{GUARD}, or list print in torch._dynamo.config.reorderable_logging_functions"
+    gb = (((2, 0), "GB0059"),)
+    rationale = (
+        "Dynamo cannot put console output into a graph, so it ends the graph before the call, "
+        "runs print eagerly and starts a new graph after it. A debug print in forward() splits "
+        "every step in two."
+    )
+    VALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if not torch.compiler.is_compiling():
+        print(x)
+    return x + 1
+'''),
+        Example('''
+import torch
+
+def report(x):
+    print(x.shape)  # not traced: report() is never called from compiled code
+
+@torch.compile
+def fn(x):
+    return x + 1
+'''),
+    ]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    print("x:", x.shape)  # BREAK
+    return x + 1
+'''),
+        Example('''
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        print(y)  # BREAK
+        return y.relu()
+''', entry="Block"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) in ("builtins.print", "builtins.input"):
+            ctx.report(self, node, f"{ctx.qualname(node.func)[9:]}() inside a compiled region breaks the graph")
+
+
+class DebuggerCall(Rule):
+    code = "TCL102"
+    name = "debugger-in-compiled-region"
+    message = "a debugger call inside a compiled region breaks the graph"
+    fix = "remove it, or run this code eagerly (torch.compiler.set_stance('force_eager')) while debugging"
+    gb = (((2, 0), "GB0059"),)
+    rationale = "breakpoint() and pdb.set_trace() need a real Python frame; Dynamo falls back to eager for them."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if torch.jit.is_scripting():
+        breakpoint()
+    return x * 2
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    breakpoint()  # BREAK
+    return y
+''')]
+    DEBUGGERS = {"builtins.breakpoint": "GB0059", "pdb.set_trace": "GB0007", "ipdb.set_trace": "GB0007",
+                 "pdb.Pdb": "GB0007"}
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        gb = self.DEBUGGERS.get(ctx.qualname(node.func) or "")
+        if gb:
+            ctx.report(self, node, gb=gb)
+
+
+class OpenCall(Rule):
+    code = "TCL103"
+    name = "file-io-in-compiled-region"
+    message = "open() inside a compiled region breaks the graph"
+    fix = "read or write files outside the compiled function and pass the data in"
+    gb = (((2, 0), "GB0059"),)
+    alt_gb = ("GB0142",)  # the `with open(...)` block itself
+    rationale = "File I/O cannot be traced; Dynamo ends the graph at open()."
+    VALID = [Example('''
+import torch
+
+CONFIG = {"scale": 2.0}
+
+@torch.compile
+def fn(x):
+    return x * CONFIG["scale"]
+''')]
+    INVALID = [Example('''
+import os
+import tempfile
+import torch
+
+PATH = os.path.join(tempfile.gettempdir(), "tcl_example_open.txt")
+
+@torch.compile
+def fn(x):
+    with open(PATH, "w") as handle:  # BREAK
+        handle.write("step")
+    return x + 1
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) in ("builtins.open", "io.open"):
+            ctx.report(self, node)
+
+
+LOG_METHODS = frozenset({
+    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
+    "warning_once", "info_once",
+})
+
+
+class LoggingCall(Rule):
+    code = "TCL104"
+    name = "logging-in-compiled-region"
+    message = "a logging call inside a compiled region breaks the graph"
+    fix = (
+        f"{GUARD}, or add the logger method to torch._dynamo.config.ignore_logger_methods "
+        "(drops the call under compile)"
+    )
+    gb = (((2, 0), "GB0291"),)
+    alt_gb = ("GB4841", "GB6215")  # module-level logging.info(); logging.getLogger() inside
+    rationale = (
+        "Logger methods are not traceable. Dynamo breaks the graph even when the level is "
+        "disabled, so `logger.debug(...)` in forward() costs a graph break on every call."
+    )
+    VALID = [Example('''
+import logging
+import torch
+
+logger = logging.getLogger(__name__)
+
+@torch.compile
+def fn(x):
+    if not torch.compiler.is_compiling():
+        logger.info("step")
+    return x + 1
+''')]
+    INVALID = [
+        Example('''
+import logging
+import torch
+
+logger = logging.getLogger(__name__)
+
+@torch.compile
+def fn(x):
+    y = x.relu()
+    logger.debug("activations ready")  # BREAK
+    return y + 1
+'''),
+        Example('''
+import logging
+import torch
+
+@torch.compile
+def fn(x):
+    logging.info("called")  # BREAK
+    return x + 1
+'''),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in LOG_METHODS:
+            return
+        qualname = ctx.qualname(func) or ""
+        if qualname.startswith("logging.") and qualname.count(".") == 1:
+            ctx.report(self, node, gb="GB4841")
+        elif ctx.is_logger(func.value):
+            ctx.report(self, node)
+
+
+class WarningsWarn(Rule):
+    code = "TCL105"
+    name = "warnings-in-compiled-region"
+    message = "warnings.warn() inside a compiled region breaks the graph"
+    fix = f"{GUARD}, warn once outside the compiled region, or list warnings.warn in torch._dynamo.config.reorderable_logging_functions"
+    gb = (((2, 0), "GB0007"),)
+    rationale = "Dynamo skips warnings.warn (it inspects the caller's frame), which ends the graph."
+    VALID = [Example('''
+import warnings
+import torch
+
+@torch.compile
+def fn(x):
+    if not torch.compiler.is_compiling():
+        warnings.warn("running eagerly")
+    return x + 1
+''')]
+    INVALID = [Example('''
+import warnings
+import torch
+
+@torch.compile
+def fn(x):
+    warnings.warn("deprecated path")  # BREAK
+    return x + 1
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) in ("warnings.warn", "warnings.warn_explicit"):
+            ctx.report(self, node)
+
+
+class SkippedCall(Rule):
+    code = "TCL106"
+    name = "untraceable-call"
+    message = "{name}() is skipped by Dynamo and breaks the graph"
+    fix = "call it outside the compiled region and pass the result in as an argument"
+    gb = (((2, 0), "GB0007"),)
+    rationale = (
+        "Dynamo refuses to trace some standard-library and torch functions (clocks, frame "
+        "inspection, global RNG seeding); each call ends the graph."
+    )
+    SKIPPED = {
+        "time.time": None, "time.perf_counter": None, "time.monotonic": None,
+        "time.process_time": None, "time.time_ns": None, "time.perf_counter_ns": None,
+        "inspect.currentframe": None, "inspect.stack": None, "sys._getframe": None,
+        "torch.manual_seed": None, "torch.seed": None, "torch.cuda.manual_seed": None,
+        "torch.cuda.manual_seed_all": None, "random.seed": None,
+        "random.random": "<2.14",  # traced since 2.14
+    }
+    VALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    noise = torch.rand_like(x)
+    return x + noise * 0
+'''),
+        Example('''
+import random
+import torch
+
+@torch.compile
+def fn(x):
+    return x * random.random()
+''', versions=">=2.14"),
+    ]
+    INVALID = [
+        Example('''
+import time
+import torch
+
+@torch.compile
+def fn(x):
+    start = time.perf_counter()  # BREAK
+    y = x @ x
+    return y, start
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    torch.manual_seed(0)  # BREAK
+    return x + torch.randn_like(x)
+'''),
+        Example('''
+import random
+import torch
+
+@torch.compile
+def fn(x):
+    return x * random.random()  # BREAK
+''', versions="<2.14"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        from .base import version_matches
+
+        name = ctx.qualname(node.func) or ""
+        if name in self.SKIPPED and version_matches(self.SKIPPED[name], ctx.version):
+            ctx.report(self, node, self.message.format(name=name))
+
+
+class ExplicitGraphBreak(Rule):
+    code = "TCL107"
+    name = "explicit-graph-break"
+    message = "torch._dynamo.graph_break() splits the graph here"
+    fix = "remove it unless the split is intended"
+    gb = (((2, 0), "GB0025"),)
+    rationale = "An explicit request to end the graph; reported so it is not left in by accident."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x.sin().cos()
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x.sin()
+    torch._dynamo.graph_break()  # BREAK
+    return y.cos()
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) in ("torch._dynamo.graph_break", "torch.compiler.graph_break"):
+            ctx.report(self, node)
+
+
+class DisabledCall(Rule):
+    code = "TCL108"
+    name = "call-to-disabled-function"
+    message = "call to {name}(), which is decorated with torch.compiler.disable, breaks the graph"
+    fix = "move the call out of the compiled region, or make the callee traceable and drop disable"
+    gb = (((2, 0), "GB0098"),)
+    rationale = (
+        "A function marked torch.compiler.disable always runs eagerly; calling it from "
+        "compiled code ends the graph before the call and resumes after it."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compiler.disable
+def log_stats(x):
+    return float(x.mean())
+
+@torch.compile
+def fn(x):
+    return x * 2
+
+def train_step(x):
+    y = fn(x)
+    log_stats(y)  # called from eager code: fine
+    return y
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compiler.disable
+def log_stats(x):
+    return float(x.mean())
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    log_stats(y)  # BREAK
+    return y + 1
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        callee = ctx.resolve_call(node)
+        if callee is not None and callee.is_disabled:
+            ctx.report(self, node, self.message.format(name=callee.qualname))
+            return
+        func = node.func
+        if isinstance(func, cst.Call) and ctx.qualname(func.func) in ("torch.compiler.disable", "torch._dynamo.disable"):
+            ctx.report(self, node, "call through torch.compiler.disable(...) breaks the graph")

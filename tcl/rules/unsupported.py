@@ -1,0 +1,400 @@
+"""Objects and operations Dynamo cannot put in a graph."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..dataflow import Kind, is_tensor
+from .base import Example, Rule
+
+
+class TensorToString(Rule):
+    code = "TCL401"
+    name = "tensor-to-string"
+    message = "{name}() of a tensor reads its data and breaks the graph"
+    fix = "format shapes or dtypes instead of values, or move the formatting out of the compiled region"
+    gb = (((2, 0), "GB0059"), ((2, 14), "GB0569"))
+    rationale = "Turning a tensor into text needs its values; Dynamo cannot trace Tensor.__str__/__repr__."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    tag = str(x.shape) + repr(x.dtype)
+    return x + len(tag)
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    text = str(x)  # BREAK
+    return x + len(text)
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in ("builtins.str", "builtins.repr") and len(node.args) == 1:
+            if is_tensor(ctx.kind(node.args[0].value)):
+                ctx.report(self, node, self.message.format(name=name[9:]))
+
+
+class TensorFormatting(Rule):
+    code = "TCL402"
+    name = "tensor-in-format-string"
+    message = "formatting a tensor into a string breaks the graph where the string is used"
+    fix = "format shapes or dtypes instead of values, or move the formatting out of the compiled region"
+    gb = (((2, 0), "GB0088"),)
+    runtime_line_offset = 1
+    rationale = (
+        "An f-string or str.format() of a tensor is accepted while tracing, but the first use of "
+        "the resulting string breaks the graph. An unused string costs nothing."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    name = f"shape={tuple(x.shape)} dtype={x.dtype}"
+    return x + len(name)
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    text = f"value={x}"  # BREAK
+    return x + len(text)
+''')]
+    # Calls that already report their own break (print, logging) or only run on an error path.
+    IGNORED_CONSUMERS = (cst.Raise,)
+
+    def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:
+        if not any(
+            isinstance(part, cst.FormattedStringExpression) and is_tensor(ctx.kind(part.expression))
+            for part in node.parts
+        ):
+            return
+        if self._used(ctx):
+            ctx.report(self, node)
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+            and any(is_tensor(ctx.kind(arg.value)) for arg in node.args)
+            and self._used(ctx)
+        ):
+            ctx.report(self, node)
+
+    def _used(self, ctx) -> bool:
+        """Bound to a name or passed on, and not only into a call that breaks anyway or a raise."""
+        parent = ctx.parent()
+        if isinstance(parent, cst.Expr):
+            return False
+        depth = 1
+        while parent is not None and not isinstance(parent, cst.BaseStatement):
+            if isinstance(parent, self.IGNORED_CONSUMERS):
+                return False
+            if isinstance(parent, cst.Call) and _breaks_anyway(parent, ctx):
+                return False
+            depth += 1
+            parent = ctx.parent(depth)
+        return True
+
+
+def _breaks_anyway(call: cst.Call, ctx) -> bool:
+    name = ctx.qualname(call.func) or ""
+    if name in ("builtins.print", "warnings.warn") or name.startswith("logging."):
+        return True
+    func = call.func
+    return isinstance(func, cst.Attribute) and ctx.is_logger(func.value)
+
+
+class DeepCopy(Rule):
+    code = "TCL403"
+    name = "deepcopy-in-compiled-region"
+    message = "copy.deepcopy() of a tensor or module breaks the graph"
+    fix = "use t.clone() for tensors; copy modules outside the compiled region"
+    gb = (((2, 0), "GB4198"),)
+    rationale = "Dynamo cannot trace deepcopy of tensors or modules (it walks __deepcopy__ and memo dicts)."
+    VALID = [Example('''
+import copy
+import torch
+
+@torch.compile
+def fn(x):
+    sizes = copy.deepcopy([1, 2])
+    return x.clone() * len(sizes)
+''')]
+    INVALID = [Example('''
+import copy
+import torch
+
+@torch.compile
+def fn(x):
+    y = copy.deepcopy(x)  # BREAK
+    return y + 1
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) == "copy.deepcopy" and node.args:
+            if ctx.kind(node.args[0].value) in (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.MODULE):
+                ctx.report(self, node)
+
+
+class AutogradCall(Rule):
+    code = "TCL404"
+    name = "backward-in-compiled-region"
+    message = "{what} inside a compiled region breaks the graph"
+    fix = (
+        "compile the forward and loss only and call .backward() outside (AOTAutograd compiles "
+        "the backward anyway), or enable compiled autograd"
+    )
+    gb = (((2, 0), "GB0123"),)
+    alt_gb = ("GB9186",)
+    rationale = "Dynamo traces the forward; .backward() and torch.autograd.grad() cannot be part of the graph."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def loss_fn(x):
+    return (x * 2).pow(2).mean()
+
+def fn(x):
+    x = x.requires_grad_()
+    loss = loss_fn(x)
+    loss.backward()  # outside the compiled function
+    return x.grad
+''', entry="loss_fn")]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    loss = (x * 2).sum()
+    loss.backward()  # BREAK
+    return loss
+''', args="torch.randn(4, 4, requires_grad=True)"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = (x * x).sum()
+    (grad,) = torch.autograd.grad(y, x)  # BREAK
+    return grad
+''', args="torch.randn(4, 4, requires_grad=True)"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name == "torch.autograd.grad":
+            ctx.report(self, node, self.message.format(what="torch.autograd.grad()"), gb="GB9186")
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            receiver = ctx.kind(func.value)
+            if receiver not in (Kind.META, Kind.MODULE) and not _is_self_or_cls(func.value):
+                ctx.report(self, node, self.message.format(what=".backward()"))
+
+
+def _is_self_or_cls(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("self", "cls", "ctx", "super")
+
+
+class ParameterInForward(Rule):
+    code = "TCL405"
+    name = "parameter-created-in-compiled-region"
+    message = "{what} inside a compiled region breaks the graph"
+    fix = "create parameters in __init__ and set requires_grad outside the compiled region"
+    gb = (((2, 0), "GB0264"),)
+    alt_gb = ("GB8985",)
+    rationale = "Creating parameters or flipping requires_grad changes autograd state Dynamo has already guarded on."
+    VALID = [Example('''
+import torch
+from torch import nn
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return x * self.weight
+''', entry="Scale")]
+    INVALID = [
+        Example('''
+import torch
+from torch import nn
+
+class Scale(nn.Module):
+    def forward(self, x):
+        weight = nn.Parameter(torch.ones(x.shape[-1]))  # BREAK
+        return x * weight
+''', entry="Scale"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    y.requires_grad_()  # BREAK
+    return y
+'''),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            ctx.report(self, node, self.message.format(what="nn.Parameter(...)"))
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+            if is_tensor(ctx.kind(func.value)):
+                ctx.report(self, node, self.message.format(what=".requires_grad_()"), gb="GB8985")
+
+
+class DataMutation(Rule):
+    code = "TCL406"
+    name = "tensor-data-mutation"
+    message = "{what} inside a compiled region breaks the graph"
+    fix = "use an in-place op under torch.no_grad() (x.copy_(y)) or move it out of the compiled region"
+    gb = (((2, 0), "GB0056"),)
+    alt_gb = ("GB0126",)
+    rationale = (
+        "Assigning `.data` of a tensor created inside the compiled region swaps its storage, and "
+        "resize_() changes a size behind autograd's back. (Assigning `.data` of an input or a "
+        "parameter is traced on 2.13/2.14.)"
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x, y):
+    x.data = y
+    with torch.no_grad():
+        x.copy_(y)
+    return x + 1
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x.clone()
+    y.data = torch.zeros(4, 4)  # BREAK
+    return y + 1
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x.clone()
+    y.resize_(16)  # BREAK
+    return y
+'''),
+    ]
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        for target in node.targets:
+            target = target.target
+            if (
+                isinstance(target, cst.Attribute)
+                and target.attr.value == "data"
+                and isinstance(target.value, cst.Name)
+                and ctx.is_intermediate(target.value.value)
+                and is_tensor(ctx.kind(target.value))
+            ):
+                ctx.report(self, target, self.message.format(what="assigning .data"))
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("resize_", "resize_as_"):
+            if is_tensor(ctx.kind(func.value)):
+                ctx.report(self, node, self.message.format(what=f".{func.attr.value}()"), gb="GB0126")
+
+
+class ClassInCompiledFunction(Rule):
+    code = "TCL407"
+    name = "class-defined-in-compiled-region"
+    message = "a class statement inside a compiled function breaks the graph"
+    fix = "define the class at module level"
+    gb = (((2, 0), "GB8977"),)
+    rationale = "Dynamo does not trace class creation (LOAD_BUILD_CLASS) by default."
+    VALID = [Example('''
+import torch
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+@torch.compile
+def fn(x):
+    return Box(x * 2).value
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    class Box:  # BREAK
+        pass
+    return x * 2
+''')]
+
+    def visit_ClassDef(self, node: cst.ClassDef, ctx) -> None:
+        ctx.report(self, node.name)
+
+
+RNN_CLASSES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
+
+
+class RecurrentModule(Rule):
+    code = "TCL408"
+    name = "rnn-module-in-compiled-region"
+    message = "calling nn.{cls} inside a compiled region breaks the graph (Dynamo drops the frame to eager)"
+    fix = "set torch._dynamo.config.allow_rnn = True, or compile the layers around the RNN separately"
+    gb = (((2, 0), "GB0014"),)
+    rationale = "Dynamo does not trace nn.LSTM/GRU/RNN unless torch._dynamo.config.allow_rnn is set."
+    VALID = [Example('''
+import torch
+from torch import nn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+''', entry="Encoder", args="torch.randn(2, 3, 4)")]
+    INVALID = [Example('''
+import torch
+from torch import nn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 8, batch_first=True)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)  # BREAK
+        return out
+''', entry="Encoder", args="torch.randn(2, 3, 4)")]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return
+        owner = ctx.function.owner
+        value = owner.attributes.get(func.attr.value) if owner is not None else None
+        if isinstance(value, cst.Call):
+            cls = ctx.qualname(value.func)
+            if cls in RNN_CLASSES:
+                ctx.report(self, node, self.message.format(cls=cls.rsplit(".", 1)[-1]))

@@ -1,0 +1,371 @@
+"""Walks one traced function: keeps the local environment, skips code Dynamo never traces, and
+hands every node to the rules that asked for its type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+import libcst as cst
+
+from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
+from .kinds import SELF, KindEvaluator
+from .module_index import FunctionInfo, ModuleIndex
+from .names import dotted
+
+if TYPE_CHECKING:
+    from .rules.base import Rule
+
+# Under torch.compile these return constants, so branches on them are decided statically.
+COMPILING_TRUE = frozenset({
+    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
+    "torch._dynamo.is_compiling", "torch._utils.is_compiling",
+})
+COMPILING_FALSE = frozenset({
+    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_exporting",
+    "torch._C._get_tracing_state",
+})
+AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
+# Context managers Dynamo can resume a break inside (it knows how to re-enter them).
+RESUMABLE_CONTEXTS = frozenset({
+    "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+})
+
+
+@dataclass
+class Candidate:
+    """A finding before positions are known (they are computed only for files that have one)."""
+
+    rule: type["Rule"]
+    node: cst.CSTNode
+    function: FunctionInfo
+    message: str
+    gb: str | None
+    amplifier: str | None  # "for loop", "with block", "try block" when the frame falls back
+
+
+@dataclass
+class FunctionResult:
+    candidates: list[Candidate] = field(default_factory=list)
+    returns: Kind | None = None
+    # callee -> kinds of the positional arguments at each call site (self excluded)
+    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind]]] = field(default_factory=list)
+
+
+def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
+    """True/False when a condition is decided under torch.compile, else None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = static_truth(test.expression, index)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Call) and not test.args:
+        name = index.qualify(test.func)
+        if name in COMPILING_TRUE:
+            return True
+        if name in COMPILING_FALSE:
+            return False
+    if isinstance(test, cst.Name) and test.value == "TYPE_CHECKING":
+        return False
+    if isinstance(test, cst.BooleanOperation):
+        left, right = static_truth(test.left, index), static_truth(test.right, index)
+        if isinstance(test.operator, cst.And):
+            if left is False or right is False:
+                return False
+            if left is True and right is True:
+                return True
+        else:
+            if left is True or right is True:
+                return True
+            if left is False and right is False:
+                return False
+    return None
+
+
+class FunctionWalker(cst.CSTVisitor):
+    def __init__(
+        self,
+        function: FunctionInfo,
+        index: ModuleIndex,
+        rules: dict[str, list[tuple["Rule", str]]],
+        param_kinds: dict[str, Kind],
+        resolve_call,
+        return_kind,
+        version: tuple[int, int],
+    ) -> None:
+        self.function = function
+        self.index = index
+        self.rules = rules
+        self.version = version
+        self.env: dict[str, Kind] = dict(param_kinds)
+        self.assigned: set[str] = set()  # names bound in the body (not only parameters)
+        self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind)
+        self.resolve_call = resolve_call
+        self.result = FunctionResult()
+        self.stack: list[cst.CSTNode] = []
+        self.amplifiers: list[str] = []
+
+    # -- the public surface rules use ----------------------------------------------------
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        return self.index.qualify(node)
+
+    def parent(self, depth: int = 1) -> cst.CSTNode | None:
+        index = len(self.stack) - 1 - depth
+        return self.stack[index] if index >= 0 else None
+
+    def is_logger(self, node: cst.BaseExpression) -> bool:
+        name = dotted(node)
+        if name is None:
+            return isinstance(node, cst.Call) and (dotted(node.func) or "").endswith(("getLogger", "get_logger"))
+        if name in self.index.loggers:
+            return True
+        last = name.rsplit(".", 1)[-1]
+        return last in ("logger", "_logger", "LOGGER", "log", "_log") and name not in self.env
+
+    def data_dependent(self, test: cst.BaseExpression) -> bool:
+        """Whether Python needs the truth value of tensor data to evaluate `test`."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self.data_dependent(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            return self.data_dependent(test.left) or self.data_dependent(test.right)
+        return is_tensor(self.kind(test))
+
+    def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None) -> None:
+        amplifier = next((a for a in reversed(self.amplifiers) if a), None)
+        self.result.candidates.append(
+            Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier)
+        )
+
+    # -- traversal -----------------------------------------------------------------------
+    def run(self) -> FunctionResult:
+        self.function.node.body.visit(self)
+        return self.result
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        for rule, method in self.rules.get(type(node).__name__, ()):
+            getattr(rule, method)(node, self)
+        return super().on_visit(node)  # on_leave runs (and pops) even when children are skipped
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.stack.pop()
+
+    # Skip what Dynamo never traces under compile.
+    def visit_If(self, node: cst.If) -> bool:
+        truth = static_truth(node.test, self.index)
+        if truth is None:
+            return True
+        live = node.body if truth else node.orelse
+        if live is not None:
+            live.visit(self)
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        # A closure defined in the traced function: traced when called, parameters unknown.
+        for param in _all_params(node.params):
+            self._assign_name(param.name.value, Kind.UNKNOWN)
+        return not _is_disabled(node, self.index)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        for param in _all_params(node.params):
+            self._assign_name(param.name.value, Kind.UNKNOWN)
+        return True
+
+    # Amplifiers: a break in these makes Dynamo skip the whole frame.
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, self._element_kind(node.iter))
+        self.amplifiers.append("for loop")
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.amplifiers.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self.amplifiers.append("while loop")
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.amplifiers.pop()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.amplifiers.append("try block")
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self.amplifiers.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        resumable = all(
+            isinstance(item.item, cst.Call) and self.qualname(item.item.func) in RESUMABLE_CONTEXTS
+            for item in node.items
+        )
+        self.amplifiers.append(None if resumable else "with block")
+        for item in node.items:
+            if item.asname is not None:
+                self._bind_target(item.asname.name, Kind.UNKNOWN)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.amplifiers.pop()
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind_target(node.target, self._element_kind(node.iter))
+
+    # Environment updates.
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        value_kind = self.kind(original_node.value)
+        for target in original_node.targets:
+            self._bind_target(target.target, value_kind, original_node.value)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if original_node.value is not None:
+            self._bind_target(original_node.target, self.kind(original_node.value), original_node.value)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        if isinstance(original_node.target, cst.Name):
+            name = original_node.target.value
+            current = self.env.get(name, Kind.UNKNOWN)
+            value = self.kind(original_node.value)
+            self._assign_name(name, Kind.TENSOR if is_tensor(value) or is_tensor(current) else join(current, value))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        pass
+
+    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
+        self._bind_target(original_node.target, self.kind(original_node.value))
+
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if self.parent(0) is not original_node:
+            return
+        if self._inside_nested_function():
+            return
+        kind = self.kind(original_node.value) if original_node.value is not None else Kind.META
+        if isinstance(original_node.value, cst.Tuple):
+            elements = [self.kind(el.value) for el in original_node.value.elements]
+            kind = Kind.TENSOR if any(is_tensor(k) for k in elements) else kind
+        self.result.returns = kind if self.result.returns is None else join(self.result.returns, kind)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = self.resolve_call(node)
+        if callee is None:
+            return
+        positional = [self.kind(arg.value) for arg in node.args if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword.value: self.kind(arg.value) for arg in node.args if arg.keyword is not None}
+        self.result.calls.append((callee, positional, keywords))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _inside_nested_function(self) -> bool:
+        return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) for n in self.stack[:-1])
+
+    def is_intermediate(self, name: str) -> bool:
+        """A value created inside the traced function, not an input."""
+        return name in self.assigned
+
+    def _assign_name(self, name: str, kind: Kind) -> None:
+        self.env[name] = kind
+        self.assigned.add(name)
+        self.kind.forget()
+
+    def _bind_target(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
+        if isinstance(target, cst.Name):
+            self._assign_name(target.value, kind)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [el.value for el in target.elements]
+            values = None
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                values = [el.value for el in value.elements]
+            for i, element in enumerate(elements):
+                if isinstance(element, cst.StarredElement):
+                    element = element.value
+                element_kind = self.kind(values[i]) if values else kind
+                if element_kind == Kind.BOOL_TENSOR and values is None:
+                    element_kind = Kind.TENSOR
+                self._bind_target(element, element_kind)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, kind)
+
+    def _element_kind(self, iterable: cst.BaseExpression) -> Kind:
+        if isinstance(iterable, cst.Call):
+            name = self.qualname(iterable.func)
+            if name == "builtins.range":
+                return Kind.META
+            if name in ("builtins.enumerate", "builtins.zip", "builtins.reversed"):
+                return Kind.UNKNOWN  # tuples: bound element-wise below when possible
+        kind = self.kind(iterable)
+        if kind == Kind.MODULE:
+            return Kind.MODULE
+        if is_tensor(kind):
+            return Kind.TENSOR
+        return Kind.META if kind == Kind.META else Kind.UNKNOWN
+
+
+def _all_params(params: cst.Parameters) -> Iterable[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
+    from .module_index import DISABLE_NAMES, decorator_names
+
+    return any(name in DISABLE_NAMES for name in decorator_names(node, index.imports))
+
+
+def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
+    """Parameters of a function torch.compile traces directly: tensors unless they say otherwise."""
+    kinds: dict[str, Kind] = {}
+    params = function.node.params
+    positional = list(params.posonly_params) + list(params.params)
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        if i == 0 and function.owner is not None and not function.is_staticmethod and name in (SELF, "cls"):
+            continue
+        kinds[name] = _param_kind(param, default_kind=Kind.TENSOR)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            kinds[star.name.value] = Kind.UNKNOWN
+    return kinds
+
+
+def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
+    annotated = annotation_kind(param.annotation)
+    if annotated is not None and annotated != Kind.UNKNOWN:
+        return annotated
+    if param.default is not None:
+        if isinstance(param.default, cst.Name) and param.default.value == "None":
+            return default_kind
+        return Kind.META if constant_kind(param.default) else Kind.UNKNOWN
+    return default_kind if annotated is None else Kind.UNKNOWN
+
+
+def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dict[str, Kind]]]) -> dict[str, Kind]:
+    """Parameters of a helper: what its callers in traced code pass (joined over call sites)."""
+    params = function.node.params
+    positional = list(params.posonly_params) + list(params.params)
+    skip_self = function.owner is not None and not function.is_staticmethod and positional and positional[0].name.value in (SELF, "cls")
+    if skip_self:
+        positional = positional[1:]
+    kinds: dict[str, Kind] = {}
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        seen: Kind | None = None
+        for args, keywords in sites:
+            if name in keywords:
+                site_kind = keywords[name]
+            elif i < len(args) and param in positional:
+                site_kind = args[i]
+            else:
+                site_kind = _param_kind(param, default_kind=Kind.UNKNOWN) if param.default is not None else Kind.UNKNOWN
+            seen = site_kind if seen is None else join(seen, site_kind)
+        annotated = annotation_kind(param.annotation)
+        if annotated is not None and annotated != Kind.UNKNOWN:
+            seen = annotated
+        kinds[name] = seen or Kind.UNKNOWN
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            kinds[star.name.value] = Kind.UNKNOWN
+    return kinds

@@ -1,0 +1,115 @@
+"""One harness for every rule (Fixit style): each VALID/INVALID example is checked twice.
+
+1. Statically: the analyzer reports the rule exactly on the `# BREAK` lines, nothing on VALID.
+2. On the installed compiler: each INVALID example breaks at those lines (default mode, the
+   graph_breaks log) with one of the rule's GB ids, and each VALID example does not break.
+A rule the installed torch disagrees with fails the suite.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# breakpoint() must not stop the test run when the eager reference call executes it.
+os.environ["PYTHONBREAKPOINT"] = "0"
+
+from tcl.config import Config
+from tcl.engine import Analyzer
+from tcl.rules import ALL_RULES
+from tcl.torch_version import installed
+
+INSTALLED = installed()
+
+VALID_CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-valid-{i}")
+    for rule in ALL_RULES
+    for i, example in enumerate(rule.VALID)
+]
+INVALID_CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-invalid-{i}")
+    for rule in ALL_RULES
+    for i, example in enumerate(rule.INVALID)
+]
+ANALYZERS: dict[str, Analyzer] = {}
+
+
+def analyze(code: str, version: str):
+    if version not in ANALYZERS:
+        ANALYZERS[version] = Analyzer(Config(torch_version=version))
+    return ANALYZERS[version].check_source(code, "example.py")
+
+
+def example_version(example) -> str:
+    """The installed release if the example applies to it, else a release it applies to."""
+    for candidate in ([INSTALLED] if INSTALLED else []) + [(2, 13), (2, 14), (2, 11)]:
+        if example.applies_to(candidate):
+            return f"{candidate[0]}.{candidate[1]}"
+    raise AssertionError(f"example applies to no measured release: {example.versions}")
+
+
+def test_every_rule_has_examples():
+    for rule in ALL_RULES:
+        assert rule.VALID and rule.INVALID, rule.code
+        for example in rule.INVALID:
+            assert example.expected_lines(), f"{rule.code}: INVALID example without a # BREAK line"
+
+
+@pytest.mark.parametrize("rule, example", INVALID_CASES)
+def test_invalid_example_is_reported(rule, example):
+    report = analyze(example.code, example_version(example))
+    assert not report.errors
+    lines = [f.line for f in report.findings if f.code == rule.code]
+    assert lines == example.expected_lines()
+    others = [(f.code, f.line) for f in report.findings if f.code != rule.code]
+    assert others == [], "examples should show one rule at a time"
+    for finding in report.findings:
+        assert finding.gb in rule.gb_ids()
+
+
+@pytest.mark.parametrize("rule, example", VALID_CASES)
+def test_valid_example_is_clean(rule, example):
+    report = analyze(example.code, example_version(example))
+    assert not report.errors
+    assert report.findings == []
+
+
+torch = pytest.importorskip("torch")
+
+
+def runtime_lines(result, rule):
+    return sorted({b.line - rule.runtime_line_offset for b in result.breaks})
+
+
+@pytest.mark.parametrize("rule, example", INVALID_CASES)
+def test_invalid_example_breaks_on_installed_torch(rule, example):
+    if not example.applies_to(INSTALLED):
+        pytest.skip(f"example is for torch {example.versions}")
+    from tcl.oracle import probe_source
+
+    result = probe_source(example.code, example.entry, example.args)
+    assert result.exception is None
+    assert runtime_lines(result, rule) == example.expected_lines()
+    assert {b.gb for b in result.breaks} <= set(rule.gb_ids())
+    fullgraph_breaks = example.fullgraph_breaks
+    if fullgraph_breaks is None:
+        fullgraph_breaks = "fullgraph" in rule.modes
+    if not fullgraph_breaks:
+        assert result.fullgraph_error is None or result.fullgraph_error.gb is None, (
+            "rule says default mode only, but fullgraph=True broke with a GB id"
+        )
+    else:
+        assert result.fullgraph_error is not None, "rule says fullgraph=True breaks too"
+
+
+@pytest.mark.parametrize("rule, example", VALID_CASES)
+def test_valid_example_compiles_without_break(rule, example):
+    if not example.applies_to(INSTALLED):
+        pytest.skip(f"example is for torch {example.versions}")
+    from tcl.oracle import probe_source
+
+    result = probe_source(example.code, example.entry, example.args)
+    assert result.exception is None
+    assert result.breaks == []
+    assert result.first_error is None
