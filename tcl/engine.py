@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ class Analyzer:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as exc:
-            report.errors.append(FileError(path, exc.raw_line, f"cannot parse: {_first_line(exc.message)}"))
+            report.errors.append(_syntax_error(path, source, exc))
             return report
         except (RecursionError, MemoryError) as exc:
             report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
@@ -85,7 +86,7 @@ class Analyzer:
                 col=start.column + 1,
                 end_line=end.line,
                 end_col=end.column + 1,
-                message=_message(candidate),
+                message=_message(candidate, reached_from),
                 gb=candidate.gb,
                 severity=ERROR if candidate.amplifier else WARNING,
                 fix=candidate.rule.fix,
@@ -95,14 +96,27 @@ class Analyzer:
         return sorted(findings.values(), key=Finding.sort_key)
 
 
-def _message(candidate: Candidate) -> str:
+def _message(candidate: Candidate, reached_from: tuple[str, ...]) -> str:
     message = candidate.message
     if candidate.amplifier:
         message += (
             f" (inside a {candidate.amplifier}: Dynamo drops the whole frame"
             f" {candidate.function.qualname}() to eager)"
         )
+    if reached_from:
+        message += f" (in {candidate.function.qualname}, reached from {', '.join(reached_from)})"
     return message
+
+
+def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> FileError:
+    """Python's own message when it has one ("'(' was never closed"), else libcst's."""
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as python_error:
+        return FileError(path, python_error.lineno or exc.raw_line, f"cannot parse: {python_error.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(path, exc.raw_line, f"cannot parse: {_first_line(exc.message)}")
 
 
 def _first_line(text: str) -> str:
@@ -252,11 +266,14 @@ class FileAnalysis:
             self.sites[callee_key][caller_key] = sites
             self.callers[callee_key].add(caller_key)
             callee = self.functions[callee_key]
+            all_sites = [site for s in self.sites[callee_key].values() for site in s]
+            kinds = helper_param_kinds(callee, all_sites)
             if callee_key in self.entries:
-                kinds = self.param_kinds[callee_key]
-            else:
-                all_sites = [site for s in self.sites[callee_key].values() for site in s]
-                kinds = helper_param_kinds(callee, all_sites)
+                # A submodule's forward called from traced code: what the caller passes is
+                # better evidence than the "parameters are tensors" default.
+                defaults = entry_param_kinds(callee)
+                kinds = {name: kinds.get(name, Kind.UNKNOWN) if kinds.get(name, Kind.UNKNOWN) != Kind.UNKNOWN else kind
+                         for name, kind in defaults.items()}
             if callee_key not in self.results or kinds != self.param_kinds.get(callee_key):
                 self.param_kinds[callee_key] = kinds
                 changed.append(callee)

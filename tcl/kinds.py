@@ -176,11 +176,22 @@ class KindEvaluator:
         if callee is not None:
             return self.return_kind(callee)
         if isinstance(func, cst.Attribute):
-            return self._method_kind(func, node)
+            kind = self._method_kind(func, node)
+            if kind == Kind.UNKNOWN:
+                kind = self._callable_attribute_kind(func, node) or kind
+            return kind
         callee_kind = self(func)
         if callee_kind == Kind.MODULE:
             return Kind.TENSOR
         return Kind.UNKNOWN
+
+    def _callable_attribute_kind(self, func: cst.Attribute, node: cst.Call) -> Kind | None:
+        """`self.criterion(logits, labels)`: a callable stored on the module, fed tensors."""
+        if not (isinstance(func.value, cst.Name) and func.value.value == SELF and self.owner is not None):
+            return None
+        if any(is_tensor(self(arg.value)) for arg in node.args):
+            return Kind.TENSOR
+        return None
 
     def _known_function_kind(self, qualname: str, node: cst.Call) -> Kind | None:
         if qualname.startswith("builtins."):

@@ -92,6 +92,14 @@ import torch
 
 @torch.compile
 def fn(x):
+    assert not torch.isnan(x).any(), "NaN in input"  # BREAK
+    return x + 1
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
     while x.norm() > 1:  # BREAK
         x = x / 2
     return x
@@ -109,6 +117,13 @@ def fn(x):
     def visit_IfExp(self, node: cst.IfExp, ctx) -> None:
         if ctx.data_dependent(node.test):
             ctx.report(self, node.test, self.message.format(construct="conditional expression"))
+
+    def visit_Assert(self, node: cst.Assert, ctx) -> None:
+        # Dynamo rewrites `assert <tensor>` into an in-graph assert, but not `assert not t`
+        # or `assert a and b`: those need a Python bool whatever the message.
+        test = node.test
+        if isinstance(test, (cst.UnaryOperation, cst.BooleanOperation)) and ctx.data_dependent(test):
+            ctx.report(self, test, self.message.format(construct="assert with `not`/`and`/`or`"))
 
     def visit_CompIf(self, node: cst.CompIf, ctx) -> None:
         if ctx.data_dependent(node.test):
@@ -174,7 +189,7 @@ def fn(x):
     def visit_Assert(self, node: cst.Assert, ctx) -> None:
         if node.msg is None or isinstance(node.msg, (cst.SimpleString, cst.ConcatenatedString)):
             return
-        if ctx.data_dependent(node.test):
+        if is_tensor(ctx.kind(node.test)):  # `not`/`and`/`or` tests are TCL201
             ctx.report(self, node.test)
 
 

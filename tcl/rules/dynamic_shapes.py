@@ -90,7 +90,8 @@ def fn(x, counts):
             ctx.report(self, node, self.message.format(op=f".{method}()"))
         elif method == "repeat_interleave" or name == "torch.repeat_interleave":
             repeats = _repeats_argument(node, is_method=name != "torch.repeat_interleave")
-            if repeats is not None and is_tensor(ctx.kind(repeats)):
+            static = any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args)
+            if repeats is not None and not static and is_tensor(ctx.kind(repeats)):
                 ctx.report(self, node, self.message.format(op="repeat_interleave with tensor repeats"))
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:

@@ -67,7 +67,7 @@ def fn(x):
     return x + len(text)
 ''')]
     # Calls that already report their own break (print, logging) or only run on an error path.
-    IGNORED_CONSUMERS = (cst.Raise,)
+    IGNORED_CONSUMERS = (cst.Raise, cst.Assert)
 
     def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:
         if not any(

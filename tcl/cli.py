@@ -1,0 +1,181 @@
+"""The `tcl` command line.
+
+`tcl check` only reads source: it never imports or runs the code it checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from . import __version__, torch_version
+from .config import MODES, Config, ConfigError, find_pyproject, load, validate
+from .report import write_json, write_text
+from .rules import ALL_RULES, BY_CODE
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tcl",
+        description="tcl, the torch.compile linter: finds graph breaks in source before anything runs.",
+    )
+    parser.add_argument("--version", action="version", version=f"tcl {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check",
+        help="report graph-break hazards (reads source only, never imports or runs it)",
+        description="Report graph-break hazards in Python files. Reads source only: the checked "
+        "code is never imported or executed. Exit status: 0 no findings, 1 findings, 2 errors.",
+    )
+    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    add_config_options(check)
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+
+    rules = commands.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    explain = commands.add_parser("explain", help="explain one rule, with an example and its rewrite")
+    explain.add_argument("code")
+    return parser
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--select", help="comma-separated codes or prefixes to report")
+    parser.add_argument("--extend-select", help="codes or prefixes added to the selection")
+    parser.add_argument("--ignore", help="comma-separated codes or prefixes to skip")
+    parser.add_argument("--exclude", help="comma-separated gitignore-style patterns to skip")
+    parser.add_argument("--torch-version", help="torch release to target, X.Y (default: installed torch)")
+    parser.add_argument("--mode", choices=MODES, help="what the user compiles with (default: default)")
+    parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
+    parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
+
+
+def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
+    if args.no_config:
+        config = Config()
+    else:
+        pyproject = Path(args.config) if args.config else find_pyproject(Path(paths[0]) if paths else Path("."))
+        if args.config and not pyproject.is_file():
+            raise ConfigError(f"{args.config}: no such file")
+        config = load(pyproject)
+    if args.select:
+        config.select = _split(args.select)
+    if args.extend_select:
+        config.select = config.select + _split(args.extend_select)
+    if args.ignore:
+        config.ignore = config.ignore + _split(args.ignore)
+    if args.exclude:
+        config.exclude = config.exclude + [p for p in args.exclude.split(",") if p]
+    if args.torch_version:
+        config.torch_version = args.torch_version
+    if args.mode:
+        config.mode = args.mode
+    validate(config, "command line")
+    return config
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip().upper() for part in text.split(",") if part.strip()]
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .runner import run
+
+    config = resolve_config(args, args.paths)
+    root = str(config.source.parent) if config.source else "."
+    result = run(args.paths, config, jobs=args.jobs, root=root)
+    findings = sorted(result.findings, key=lambda f: f.sort_key())
+    errors = result.all_errors
+    target = torch_version.format_version(config.target_version())
+    if args.format == "json":
+        write_json(findings, errors, sys.stdout, target, config.mode)
+        for error in errors:
+            sys.stderr.write(f"{error}\n")
+    else:
+        write_text(findings, errors, sys.stdout, sys.stderr, args.statistics)
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    if args.format == "json":
+        json.dump([rule_summary(rule) for rule in ALL_RULES], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_CLEAN
+    for rule in ALL_RULES:
+        gb = ",".join(rule.gb_ids()) or "-"
+        modes = "all modes" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} mode only"
+        versions = f"torch {rule.versions}" if rule.versions else "all torch versions"
+        print(f"{rule.code}  {rule.name:<40} {gb:<22} {modes}; {versions}")
+    return EXIT_CLEAN
+
+
+def rule_summary(rule) -> dict:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "message": rule.message,
+        "gb": list(rule.gb_ids()),
+        "modes": sorted(rule.modes),
+        "torch_versions": rule.versions or "all",
+        "fix": rule.fix,
+    }
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    rule = BY_CODE.get(args.code.upper())
+    if rule is None:
+        sys.stderr.write(f"tcl: unknown rule {args.code!r}; `tcl rules` lists them\n")
+        return EXIT_ERROR
+    print(explain_text(rule))
+    return EXIT_CLEAN
+
+
+def explain_text(rule) -> str:
+    modes = "every mode" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} mode only (fullgraph=True traces it)"
+    parts = [
+        f"{rule.code} {rule.name}",
+        "",
+        textwrap.fill(rule.rationale or rule.message, 88),
+        "",
+        f"Graph-break ids: {', '.join(rule.gb_ids()) or '-'}",
+        f"Breaks in: {modes}; torch versions: {rule.versions or 'all'}",
+        f"Fix: {rule.fix}",
+        "",
+        "Breaks:",
+        textwrap.indent(rule.INVALID[0].code.strip("\n"), "    "),
+        "",
+        "Does not break:",
+        textwrap.indent(rule.VALID[0].code.strip("\n"), "    "),
+    ]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    handlers = {"check": cmd_check, "rules": cmd_rules, "explain": cmd_explain}
+    try:
+        return handlers[args.command](args)
+    except ConfigError as exc:
+        sys.stderr.write(f"tcl: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

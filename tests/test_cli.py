@@ -1,0 +1,197 @@
+"""`tcl check`, `tcl rules`, `tcl explain` as a user runs them: real subprocesses on temp trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HAZARD = textwrap.dedent('''
+    import torch
+
+    @torch.compile
+    def step(x):
+        print(x.shape)
+        if x.sum() > 0:
+            x = x * 2
+        return x
+''')
+CLEAN = textwrap.dedent('''
+    import torch
+
+    @torch.compile
+    def step(x):
+        if x.shape[0] > 2:
+            x = x * 2
+        return x
+''')
+
+
+def tcl(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "tcl", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text(HAZARD)
+    (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_text_output_and_exit_status(tree):
+    result = tcl("check", "pkg", cwd=tree)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "pkg/model.py:6:5: TCL101 print() inside a compiled region breaks the graph [GB0059] -> "
+        "guard it with `if not torch.compiler.is_compiling():`, or list print in "
+        "torch._dynamo.config.reorderable_logging_functions"
+    )
+    assert lines[1].startswith("pkg/model.py:7:8: TCL201 ")
+    assert len(lines) == 2
+
+
+def test_clean_file_exits_zero(tree):
+    result = tcl("check", "pkg/clean.py", cwd=tree)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_json_output(tree):
+    result = tcl("check", "--format", "json", "pkg", cwd=tree)
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert data["errors"] == []
+    first = data["findings"][0]
+    assert set(first) >= {"code", "path", "line", "col", "end_line", "end_col", "message", "gb", "severity", "fix"}
+    assert (first["code"], first["path"], first["line"], first["col"], first["gb"]) == ("TCL101", "pkg/model.py", 6, 5, "GB0059")
+    assert (first["end_line"], first["end_col"]) == (6, 19)
+
+
+def test_noqa_suppresses(tree):
+    source = HAZARD.replace("print(x.shape)", "print(x.shape)  # noqa: TCL101").replace(
+        "if x.sum() > 0:", "if x.sum() > 0:  # noqa"
+    )
+    (tree / "pkg" / "model.py").write_text(source)
+    result = tcl("check", "pkg", cwd=tree)
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_noqa_on_last_line_of_multiline_call(tree):
+    (tree / "pkg" / "model.py").write_text(HAZARD.replace("print(x.shape)", "print(\n        x.shape,\n    )  # noqa: TCL101"))
+    result = tcl("check", "--select", "TCL101", "pkg", cwd=tree)
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_noqa_for_other_code_does_not_suppress(tree):
+    (tree / "pkg" / "model.py").write_text(HAZARD.replace("print(x.shape)", "print(x.shape)  # noqa: TCL201"))
+    result = tcl("check", "--select", "TCL101", "pkg", cwd=tree)
+    assert result.returncode == 1
+
+
+def test_select_and_ignore_options(tree):
+    assert tcl("check", "--select", "TCL2", "pkg", cwd=tree).stdout.count("TCL") == 1
+    assert tcl("check", "--ignore", "TCL101,TCL201", "pkg", cwd=tree).returncode == 0
+
+
+def test_pyproject_config(tree):
+    (tree / "pyproject.toml").write_text(textwrap.dedent('''
+        [tool.tcl]
+        ignore = ["TCL101"]
+        exclude = ["generated/"]
+        torch-version = "2.14"
+    '''))
+    (tree / "pkg" / "generated").mkdir()
+    (tree / "pkg" / "generated" / "gen.py").write_text(HAZARD)
+    result = tcl("check", "--format", "json", "pkg", cwd=tree)
+    data = json.loads(result.stdout)
+    assert [f["code"] for f in data["findings"]] == ["TCL201"]
+    assert data["tool"]["torch_version"] == "2.14"
+
+
+def test_bad_config_is_one_line_error(tree):
+    (tree / "pyproject.toml").write_text("[tool.tcl]\nselct = ['TCL1']\n")
+    result = tcl("check", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"tcl: {tree / 'pyproject.toml'}: unknown [tool.tcl] keys: selct"
+
+
+def test_torch_version_changes_rules(tree):
+    (tree / "pkg" / "model.py").write_text(
+        "import random\nimport torch\n\n@torch.compile\ndef f(x):\n    return x * random.random()\n"
+    )
+    assert tcl("check", "--torch-version", "2.13", "pkg/model.py", cwd=tree).returncode == 1
+    assert tcl("check", "--torch-version", "2.14", "pkg/model.py", cwd=tree).returncode == 0
+
+
+def test_fullgraph_mode_drops_default_only_rules(tree):
+    (tree / "pkg" / "model.py").write_text(
+        "import torch\n\n@torch.compile(fullgraph=True)\ndef f(x):\n    return x * x.sum().item()\n"
+    )
+    assert tcl("check", "pkg/model.py", cwd=tree).returncode == 1
+    assert tcl("check", "--mode", "fullgraph", "pkg/model.py", cwd=tree).returncode == 0
+
+
+def test_bad_inputs_one_line_each_and_run_goes_on(tree):
+    bad = tree / "pkg"
+    (bad / "syntax.py").write_text("import torch\ndef forward(x:\n    return x\n")
+    (bad / "latin.py").write_bytes("import torch\n# caf\xe9\n".encode("latin-1"))
+    (bad / "empty.py").write_text("")
+    (bad / "nul.py").write_bytes(b"import torch\nx = 1\x00\n")
+    (bad / "loop").mkdir()
+    os.symlink("..", bad / "loop" / "up")
+    result = tcl("check", "pkg", cwd=tree)
+    assert result.returncode == 2
+    errors = sorted(result.stderr.splitlines())
+    assert len(errors) == 4, errors
+    assert errors[0].startswith("pkg/latin.py: cannot decode as utf-8")
+    assert errors[1].startswith("pkg/loop/up: symlink loop")
+    assert errors[2].startswith("pkg/nul.py: cannot parse: source contains a NUL byte")
+    assert errors[3].startswith("pkg/syntax.py:2: cannot parse:")
+    assert "Traceback" not in result.stderr
+    # the hazard file is still checked
+    assert "pkg/model.py:6:5: TCL101" in result.stdout
+
+
+def test_missing_path_is_an_error(tree):
+    result = tcl("check", "nope.py", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "nope.py: no such file or directory"
+
+
+def test_rules_and_explain():
+    listing = tcl("rules")
+    assert listing.returncode == 0
+    assert "TCL101  print-in-compiled-region" in listing.stdout
+    data = json.loads(tcl("rules", "--format", "json").stdout)
+    assert {"code": "TCL203", "modes": ["default"]}.items() <= data[[r["code"] for r in data].index("TCL203")].items()
+    explained = tcl("explain", "tcl201")
+    assert explained.returncode == 0
+    assert "GB0170" in explained.stdout and "torch.where" in explained.stdout
+    assert tcl("explain", "TCL999").returncode == 2
+
+
+def test_check_never_imports_torch(tree):
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from tcl.cli import main\n"
+        f"raise SystemExit(main(['check', {str(tree / 'pkg')!r}]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "TCL101" in result.stdout
+
+
+def test_parallel_jobs_match_serial(tmp_path):
+    for i in range(30):
+        (tmp_path / f"m{i}.py").write_text(HAZARD if i % 3 else CLEAN)
+    serial = tcl("check", "-j", "1", ".", cwd=tmp_path)
+    parallel = tcl("check", "-j", "2", ".", cwd=tmp_path)
+    assert serial.stdout == parallel.stdout
+    assert serial.stdout.count("TCL101") == 20
