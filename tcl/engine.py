@@ -35,8 +35,9 @@ def might_trace(source: str) -> bool:
 
 
 class Analyzer:
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, known_modules: frozenset[str] = frozenset()) -> None:
         self.config = config or Config()
+        self.known_modules = known_modules  # nn.Module subclasses found across the checked tree
         self.version = self.config.target_version()
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
@@ -130,7 +131,7 @@ class FileAnalysis:
     def __init__(self, module: cst.Module, analyzer: Analyzer, package: str, source: str) -> None:
         self.module = module
         self.analyzer = analyzer
-        self.index: ModuleIndex = build_index(module, package, source)
+        self.index: ModuleIndex = build_index(module, package, source, analyzer.known_modules)
         self.results: dict[int, FunctionResult] = {}
         self.param_kinds: dict[int, dict[str, Kind]] = {}
         self.functions: dict[int, FunctionInfo] = {}

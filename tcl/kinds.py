@@ -279,6 +279,8 @@ def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
         cls = index.classes.get(qualname)
         if cls is not None:
             return Kind.MODULE if cls.is_module else Kind.UNKNOWN
+        if qualname in index.known_modules:
+            return Kind.MODULE
         if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
             return Kind.UNKNOWN if last[:1].isupper() else Kind.TENSOR
         if qualname.startswith("builtins."):

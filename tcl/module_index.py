@@ -62,6 +62,7 @@ class ModuleIndex:
     loggers: set[str] = field(default_factory=set)
     compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
     local_defs: frozenset[str] = frozenset()
+    known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         return canonical(self.imports.qualify(node, self.local_defs))
@@ -77,10 +78,12 @@ def decorator_names(node: cst.FunctionDef | cst.ClassDef, imports: ImportMap) ->
     return tuple(names)
 
 
-def build_index(module: cst.Module, package: str = "", source: str = "") -> ModuleIndex:
+def build_index(
+    module: cst.Module, package: str = "", source: str = "", known_modules: frozenset[str] = frozenset()
+) -> ModuleIndex:
     imports = ImportMap(package)
     _collect_imports(module, imports)
-    index = ModuleIndex(imports=imports)
+    index = ModuleIndex(imports=imports, known_modules=known_modules)
     local_defs = set()
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef):
@@ -231,7 +234,11 @@ def _mark_module_classes(index: ModuleIndex) -> None:
                 continue
             for base in info.bases:
                 parent = index.classes.get(base)
-                if is_torch_module_base(base) or (parent is not None and parent.is_module):
+                if (
+                    is_torch_module_base(base)
+                    or base in index.known_modules
+                    or (parent is not None and parent.is_module)
+                ):
                     info.is_module = True
                     changed = True
                     break

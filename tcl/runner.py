@@ -12,6 +12,7 @@ from .config import Config
 from .engine import Analyzer, FileReport
 from .files import Excluder, Problem, SourceError, discover, package_of, read_source
 from .findings import FileError
+from .project import module_classes
 
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -35,9 +36,9 @@ class RunResult:
 _WORKER_ANALYZER: Analyzer | None = None
 
 
-def _init_worker(config: Config) -> None:
+def _init_worker(config: Config, known_modules: frozenset[str]) -> None:
     global _WORKER_ANALYZER
-    _WORKER_ANALYZER = Analyzer(config)
+    _WORKER_ANALYZER = Analyzer(config, known_modules)
 
 
 def check_file(path: str, analyzer: Analyzer) -> FileReport:
@@ -93,13 +94,14 @@ def _default_excludes() -> Iterable[str]:
 def run(paths: list[str], config: Config, jobs: int | None = None, root: str = ".") -> RunResult:
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
+    known_modules = module_classes(files) if len(files) > 1 else frozenset()
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        analyzer = Analyzer(config)
+        analyzer = Analyzer(config, known_modules)
         result.reports = [check_file(path, analyzer) for path in files]
         return result
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(config,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(config, known_modules)) as pool:
         for reports in pool.map(_worker_check, chunks):
             result.reports.extend(reports)
     return result

@@ -1,0 +1,110 @@
+"""Facts that cross file boundaries: which classes of the checked tree are nn.Modules.
+
+`class LlamaModel(LlamaPreTrainedModel)` is a module only because `PreTrainedModel`, in another
+file, derives from `nn.Module`. A per-file analysis cannot see that, so before analysing, tcl
+reads every file's class headers and imports with Python's `ast` (about 1/14 of a libcst parse)
+and resolves inheritance over the whole tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from .files import SourceError, package_of, read_source
+from .module_index import is_torch_module_base
+
+MODULE_ROOTS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def module_name_of(path: str) -> str:
+    package = package_of(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem == "__init__":
+        return package
+    return f"{package}.{stem}" if package else stem
+
+
+class _ClassHeaders(ast.NodeVisitor):
+    def __init__(self, module: str, package: str) -> None:
+        self.module = module
+        self.package = package
+        self.aliases: dict[str, str] = {}
+        self.classes: dict[str, list[str]] = {}
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.aliases[head] = head
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            parts = self.package.split(".") if self.package else []
+            parts = parts[: len(parts) - (node.level - 1)] if node.level - 1 <= len(parts) else []
+            base = ".".join(p for p in parts + ([node.module] if node.module else []) if p)
+        for alias in node.names:
+            if alias.name != "*":
+                self.aliases[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        bases = [self._qualify(base) for base in node.bases]
+        self.classes[f"{self.module}.{node.name}"] = [b for b in bases if b]
+        # nested classes are not module entry points; don't descend
+
+    def visit_FunctionDef(self, node) -> None:
+        return
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _qualify(self, node: ast.expr) -> str | None:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(node.id)
+        head, *rest = reversed(parts)
+        if head in self.aliases:
+            head = self.aliases[head]
+        elif not rest:
+            head = f"{self.module}.{head}"  # a class of this module, or a builtin
+        return ".".join([head, *rest])
+
+
+def module_classes(paths: list[str]) -> frozenset[str]:
+    """Qualified names of every class in `paths` that derives, transitively, from nn.Module."""
+    bases: dict[str, list[str]] = {}
+    for path in paths:
+        try:
+            source = read_source(path)
+        except SourceError:
+            continue
+        if "class " not in source:
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # reported by the main analysis
+        headers = _ClassHeaders(module_name_of(path), package_of(path))
+        headers.visit(tree)
+        bases.update(headers.classes)
+    return resolve_modules(bases)
+
+
+def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
+    modules: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name in modules:
+                continue
+            if any(p in MODULE_ROOTS or p in modules or is_torch_module_base(p) for p in parents):
+                modules.add(name)
+                changed = True
+    return frozenset(modules)

@@ -1,0 +1,230 @@
+"""What the analyzer understands: regions, tensor-data inference, guards, reach, amplifiers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from tcl.config import Config
+from tcl.engine import Analyzer
+
+
+def findings(code: str, **config):
+    report = Analyzer(Config(torch_version="2.13", **config)).check_source(textwrap.dedent(code), "m.py")
+    assert report.errors == []
+    return [(f.code, f.line) for f in report.findings]
+
+
+def test_metadata_is_not_data():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+                self.scale = config.hidden ** -0.5
+
+            def forward(self, x, mask=None, use_cache=False):
+                h, w = x.shape[-2:]
+                b, n, _ = x.size()
+                if mask is not None and mask.dim() == 2:
+                    x = x + mask
+                if self.config.use_cache or use_cache:
+                    x = x * 2
+                if isinstance(x, torch.Tensor) and x.dtype == torch.float16:
+                    x = x.float()
+                for i in range(len(self.layers)):
+                    x = self.layers[i](x)
+                if x is mask:
+                    x = x + 1
+                if self.training and h * w > 16:
+                    x = x * self.scale
+                if len(x) > 3 and x.numel() > 0 and x.ndim == 3:
+                    x = x.relu()
+                return x
+    ''') == []
+
+
+def test_data_flows_through_assignments_and_calls():
+    assert findings('''
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = self.proj(x)
+                score = F.softmax(y, dim=-1).max()
+                ok = score > 0.5
+                if ok:
+                    y = y * 2
+                return y
+    ''') == [("TCL201", 15)]
+
+
+def test_import_aliases():
+    assert findings('''
+        import torch as T
+        from torch import compile as tcompile
+
+        @tcompile
+        def f(x):
+            if T.any(x > 0):
+                return x
+            return -x
+
+        @T.compile(fullgraph=False)
+        def g(x):
+            return T.nonzero(x)
+    ''') == [("TCL201", 7), ("TCL301", 13)]
+
+
+def test_compile_call_targets_and_helpers_report_entry():
+    code = '''
+        import torch
+
+        def log_it(t):
+            print(t)
+
+        def step(x):
+            log_it(x)
+            return x * 2
+
+        def main():
+            fast = torch.compile(step)
+            return fast(torch.ones(2))
+    '''
+    report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(code), "m.py")
+    assert [(f.code, f.line) for f in report.findings] == [("TCL101", 5)]
+    assert report.findings[0].reached_from == ("step",)
+    assert "reached from step" in report.findings[0].message
+
+
+def test_submodule_forward_uses_callers_argument_kinds():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Rotary(nn.Module):
+            def forward(self, x, seq_len):
+                if seq_len > 16:
+                    x = x * 2
+                return x
+
+        class Attn(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rotary = Rotary()
+
+            def forward(self, x):
+                return self.rotary(x, seq_len=x.shape[1])
+    ''') == []
+
+
+def test_is_compiling_and_scripting_guards():
+    assert findings('''
+        import torch
+
+        @torch.compile
+        def f(x):
+            if not torch.compiler.is_compiling():
+                print(x)
+            if torch.compiler.is_compiling():
+                pass
+            else:
+                print(x)
+            if torch.jit.is_scripting():
+                print(x)
+            if not torch.jit.is_scripting():
+                print("traced: is_scripting() is False under Dynamo")
+            return x
+    ''') == [("TCL101", 15)]
+
+
+def test_disabled_functions_are_not_analysed_but_calls_are_reported():
+    assert findings('''
+        import torch
+
+        @torch.compiler.disable
+        def debug(x):
+            print(x)
+
+        @torch.compile
+        def f(x):
+            debug(x)
+            return x
+    ''') == [("TCL108", 10)]
+
+
+def test_break_in_loop_is_an_error_that_drops_the_frame():
+    code = '''
+        import torch
+
+        @torch.compile
+        def f(x):
+            for _ in range(3):
+                print(x)
+            with torch.no_grad():
+                print(x)
+            return x
+    '''
+    report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(code), "m.py")
+    severities = [(f.line, f.severity) for f in report.findings]
+    assert severities == [(7, "error"), (9, "warning")]
+    assert "drops the whole frame f() to eager" in report.findings[0].message
+
+
+def test_code_outside_compiled_regions_is_ignored():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                print("building")
+                self.w = nn.Parameter(torch.ones(2))
+
+            def extra_repr(self):
+                return str(self.w)
+
+            def forward(self, x):
+                return x * self.w
+
+        def train(model, x):
+            loss = model(x).sum()
+            loss.backward()
+            print(loss.item())
+    ''') == []
+
+
+def test_cross_file_module_inheritance(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("from torch import nn\n\nclass PreTrained(nn.Module):\n    pass\n")
+    (pkg / "model.py").write_text(textwrap.dedent('''
+        from .base import PreTrained
+
+        class Model(PreTrained):
+            def forward(self, x):
+                print(x)
+                return x
+    '''))
+    result = subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.stdout.startswith("pkg/model.py:6:9: TCL101 ")
+    # Alone, model.py cannot know that PreTrained is an nn.Module.
+    alone = subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg/model.py"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert alone.stdout == ""
