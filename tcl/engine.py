@@ -11,7 +11,9 @@ import libcst as cst
 from .config import Config
 from .dataflow import Kind
 from .findings import ERROR, WARNING, FileError, Finding
-from .module_index import FunctionInfo, ModuleIndex, build_index
+from .files import SourceError, package_of, read_source
+from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
+from .project import Project, ProjectScan
 from .noqa import NoqaMap
 from .positions import node_ranges
 from .rules import selected_rules
@@ -28,6 +30,7 @@ class FileReport:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     skipped: bool = False  # pre-filtered: no torch code
+    dependencies: list[str] = field(default_factory=list)  # other files its findings depend on
 
 
 def might_trace(source: str) -> bool:
@@ -35,9 +38,11 @@ def might_trace(source: str) -> bool:
 
 
 class Analyzer:
-    def __init__(self, config: Config | None = None, known_modules: frozenset[str] = frozenset()) -> None:
+    def __init__(self, config: Config | None = None, project: ProjectScan | None = None) -> None:
         self.config = config or Config()
-        self.known_modules = known_modules  # nn.Module subclasses found across the checked tree
+        self.scan = project or ProjectScan()
+        self.known_modules = self.scan.known_modules  # nn.Module subclasses across the tree
+        self.project = Project(self.scan, self._load_foreign)
         self.version = self.config.target_version()
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
@@ -61,40 +66,69 @@ class Analyzer:
             report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
             return report
         try:
-            candidates = FileAnalysis(module, self, package, source).run()
-            report.findings = self._to_findings(module, candidates, path, source)
+            index = self._index(module, package, source, path)
+            analysis = FileAnalysis(index, self)
+            candidates = analysis.run()
+            report.findings = self._to_findings(candidates)
+            report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
         except RecursionError:
             report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
         return report
 
-    def _to_findings(self, module: cst.Module, candidates, path: str, source: str) -> list[Finding]:
+    def _index(self, module: cst.Module, package: str, source: str, path: str) -> ModuleIndex:
+        index = build_index(module, package, source, self.known_modules)
+        index.path, index.source, index.module = path, source, module
+        return index
+
+    def _load_foreign(self, path: str, name: str) -> ModuleIndex | None:
+        """Another checked file, parsed when traced code calls into it."""
+        try:
+            source = read_source(path)
+            module = cst.parse_module(source)
+        except (SourceError, cst.ParserSyntaxError, RecursionError, MemoryError):
+            return None  # reported when that file itself is checked
+        index = self._index(module, package_of(path), source, path)
+        index.name = name
+        return index
+
+    def _to_findings(self, candidates) -> list[Finding]:
         if not candidates:
             return []
-        ranges = node_ranges(module, {id(c.function.top) for c, _ in candidates})
-        noqa = NoqaMap(source)
-        findings = {}
+        by_module: dict[int, list] = defaultdict(list)
         for candidate, reached_from in candidates:
-            where = ranges.get(candidate.node)
-            if where is None:
-                continue
-            start, end = where.start, where.end
-            if noqa.suppressed(candidate.rule.code, start.line, end.line):
-                continue
-            finding = Finding(
-                code=candidate.rule.code,
-                path=path,
-                line=start.line,
-                col=start.column + 1,
-                end_line=end.line,
-                end_col=end.column + 1,
-                message=_message(candidate, reached_from),
-                gb=candidate.gb,
-                severity=ERROR if candidate.amplifier else WARNING,
-                fix=candidate.rule.fix,
-                reached_from=reached_from,
-            )
-            findings.setdefault((finding.code, finding.line, finding.col), finding)
+            by_module[id(candidate.function.index)].append((candidate, reached_from))
+        findings = {}
+        for group in by_module.values():
+            index = group[0][0].function.index
+            ranges = node_ranges(index.module, {id(c.function.top) for c, _ in group})
+            noqa = NoqaMap(index.source)
+            for candidate, reached_from in group:
+                finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
+                if finding is not None:
+                    findings.setdefault((finding.path, finding.code, finding.line, finding.col), finding)
         return sorted(findings.values(), key=Finding.sort_key)
+
+    @staticmethod
+    def _finding(candidate, reached_from, ranges, noqa, path) -> Finding | None:
+        where = ranges.get(candidate.node)
+        if where is None:
+            return None
+        start, end = where.start, where.end
+        if noqa.suppressed(candidate.rule.code, start.line, end.line):
+            return None
+        return Finding(
+            code=candidate.rule.code,
+            path=path,
+            line=start.line,
+            col=start.column + 1,
+            end_line=end.line,
+            end_col=end.column + 1,
+            message=_message(candidate, reached_from),
+            gb=candidate.gb,
+            severity=ERROR if candidate.amplifier else WARNING,
+            fix=candidate.rule.fix,
+            reached_from=reached_from,
+        )
 
 
 def _message(candidate: Candidate, reached_from: tuple[str, ...]) -> str:
@@ -126,12 +160,16 @@ def _first_line(text: str) -> str:
 
 
 class FileAnalysis:
-    """Finds the functions torch.compile traces in one module and runs the rules over them."""
+    """Finds the functions torch.compile traces in one module and runs the rules over them.
 
-    def __init__(self, module: cst.Module, analyzer: Analyzer, package: str, source: str) -> None:
-        self.module = module
+    Calls are followed into the module's own functions and, through the project, into helper
+    functions of other checked files; findings there are reported against those files.
+    """
+
+    def __init__(self, index: ModuleIndex, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
-        self.index: ModuleIndex = build_index(module, package, source, analyzer.known_modules)
+        self.project = analyzer.project
+        self.index = index
         self.results: dict[int, FunctionResult] = {}
         self.param_kinds: dict[int, dict[str, Kind]] = {}
         self.functions: dict[int, FunctionInfo] = {}
@@ -139,6 +177,9 @@ class FileAnalysis:
         # callee id -> caller id -> call sites (positional kinds, keyword kinds)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.callers: dict[int, set[int]] = defaultdict(set)
+
+    def foreign_indexes(self) -> list[ModuleIndex]:
+        return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
 
     # -- what torch.compile traces ---------------------------------------------------------
     def entry_points(self) -> list[FunctionInfo]:
@@ -164,19 +205,48 @@ class FileAnalysis:
             return self.method_of(cls, rest)
         return None
 
-    def method_of(self, cls, name: str) -> FunctionInfo | None:
+    def class_named(self, name: str, index: ModuleIndex) -> ClassInfo | None:
+        """A class by the name `index` knows it under: local, or imported from the tree."""
+        local = index.classes.get(name)
+        if local is not None:
+            return local
+        found = self.project.find(name)
+        return found if isinstance(found, ClassInfo) else None
+
+    def method_of(self, cls: ClassInfo | None, name: str) -> FunctionInfo | None:
+        """Method lookup through base classes, in this file and in other checked files."""
         seen = set()
-        while cls is not None and cls.name not in seen:
-            seen.add(cls.name)
+        queue = [cls]
+        while queue:
+            cls = queue.pop(0)
+            if cls is None or id(cls) in seen:
+                continue
+            seen.add(id(cls))
             if name in cls.methods:
                 return cls.methods[name]
-            cls = next((self.index.classes[b] for b in cls.bases if b in self.index.classes), None)
+            queue.extend(self.class_named(base, cls.index) for base in cls.bases)
         return None
 
     def resolve_call(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        callee = self._resolve(call, caller)
+        if callee is None or callee.index is caller.index or callee.index is self.index:
+            return callee
+        # Another file's entry point (a submodule's forward, a compiled function) is analysed
+        # when that file is checked; only its plain helpers are followed from here.
+        if callee.is_disabled:
+            return callee
+        if callee.is_compiled or (callee.name == "forward" and callee.owner is not None and callee.owner.is_module):
+            return None
+        return callee
+
+    def _resolve(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        index = caller.index
         func = call.func
         if isinstance(func, cst.Name):
-            return self.index.functions.get(func.value)
+            local = index.functions.get(func.value)
+            if local is not None:
+                return local
+            return self._function(index.qualify(func))
         if not isinstance(func, cst.Attribute):
             return None
         attr = func.attr.value
@@ -188,7 +258,7 @@ class FileAnalysis:
                 if method is not None:
                     return method
                 return self._submodule_forward(owner, attr)
-            cls = self.index.classes.get(receiver.value)
+            cls = index.classes.get(receiver.value)
             if cls is not None:
                 return self.method_of(cls, attr)
         if (
@@ -198,15 +268,24 @@ class FileAnalysis:
             and owner is not None
         ):
             for base in owner.bases:
-                cls = self.index.classes.get(base)
-                if cls is not None:
-                    return self.method_of(cls, attr)
+                method = self.method_of(self.class_named(base, owner.index), attr)
+                if method is not None:
+                    return method
+            return None
+        return self._function(index.qualify(func))
+
+    def _function(self, qualname: str | None) -> FunctionInfo | None:
+        if not qualname or qualname.startswith(("torch.", "builtins.")):
+            return None
+        found = self.project.find(qualname)
+        if isinstance(found, FunctionInfo):
+            return found
         return None
 
-    def _submodule_forward(self, owner, attr: str) -> FunctionInfo | None:
+    def _submodule_forward(self, owner: ClassInfo, attr: str) -> FunctionInfo | None:
         value = owner.attributes.get(attr)
         if isinstance(value, cst.Call):
-            cls = self.index.classes.get(self.index.qualify(value.func) or "")
+            cls = self.class_named(owner.index.qualify(value.func) or "", owner.index)
             if cls is not None and cls.is_module:
                 return self.method_of(cls, "forward")
         return None
@@ -240,7 +319,7 @@ class FileAnalysis:
     def _walk(self, function: FunctionInfo) -> FunctionResult:
         walker = FunctionWalker(
             function,
-            self.index,
+            function.index,
             self.analyzer.hooks,
             self.param_kinds[id(function)],
             lambda call: self.resolve_call(call, function),

@@ -24,6 +24,7 @@ class FunctionInfo:
     top: cst.CSTNode  # the module-level statement holding it, for positions
     owner: "ClassInfo | None" = None
     decorators: tuple[str, ...] = ()
+    index: "ModuleIndex | None" = None  # the module it lives in
 
     @property
     def qualname(self) -> str:
@@ -52,6 +53,7 @@ class ClassInfo:
     attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
     buffers: set[str] = field(default_factory=set)  # register_buffer / register_parameter names
     is_module: bool = False
+    index: "ModuleIndex | None" = None
 
 
 @dataclass
@@ -63,6 +65,11 @@ class ModuleIndex:
     compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
     local_defs: frozenset[str] = frozenset()
     known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
+    # Where it came from: findings in its functions are reported against this file.
+    name: str = ""
+    path: str = ""
+    source: str = ""
+    module: cst.Module | None = None
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         return canonical(self.imports.qualify(node, self.local_defs))
@@ -94,6 +101,12 @@ def build_index(
 
     for stmt in module.body:
         _index_statement(stmt, stmt, index)
+    for info in index.classes.values():
+        info.index = index
+        for method in info.methods.values():
+            method.index = index
+    for function in index.functions.values():
+        function.index = index
     _mark_module_classes(index)
     if "compile(" in source:
         collect_compile_calls(module, index)

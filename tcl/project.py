@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import os
 
+from dataclasses import dataclass
+
 from .files import SourceError, package_of, read_source
 from .module_index import is_torch_module_base
 
@@ -76,6 +78,19 @@ class _ClassHeaders(ast.NodeVisitor):
         return ".".join([head, *rest])
 
 
+@dataclass(frozen=True)
+class ProjectScan:
+    """What every file needs to know about the others; small enough to send to workers."""
+
+    known_modules: frozenset[str] = frozenset()  # qualified nn.Module subclasses
+    module_paths: tuple[tuple[str, str], ...] = ()  # (dotted module name, path as given)
+
+
+def scan(paths: list[str]) -> ProjectScan:
+    module_paths = tuple((module_name_of(p), p) for p in paths if p.endswith(".py"))
+    return ProjectScan(module_classes(paths), module_paths)
+
+
 def module_classes(paths: list[str]) -> frozenset[str]:
     """Qualified names of every class in `paths` that derives, transitively, from nn.Module."""
     bases: dict[str, list[str]] = {}
@@ -108,3 +123,48 @@ def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
                 modules.add(name)
                 changed = True
     return frozenset(modules)
+
+
+class Project:
+    """Lazily parsed modules of the checked tree, for following calls across files."""
+
+    MAX_LOADED = 256
+
+    def __init__(self, scan_result: ProjectScan, load) -> None:
+        self.scan = scan_result
+        self.paths = dict(scan_result.module_paths)
+        self._load = load  # (path, module name) -> ModuleIndex | None
+        self._loaded: dict[str, object] = {}
+
+    def index_of(self, module_name: str):
+        if module_name not in self.paths:
+            return None
+        if module_name not in self._loaded:
+            if len(self._loaded) >= self.MAX_LOADED:
+                self._loaded.pop(next(iter(self._loaded)))
+            self._loaded[module_name] = self._load(self.paths[module_name], module_name)
+        return self._loaded[module_name]
+
+    def find(self, qualname: str, depth: int = 0):
+        """The FunctionInfo or ClassInfo a qualified name denotes in the checked tree, or None.
+
+        Follows re-exports (`from .layers import Block` in a package's __init__) a few levels.
+        """
+        if depth > 3 or not self.paths:
+            return None
+        parts = qualname.split(".")
+        for split in range(len(parts) - 1, 0, -1):
+            index = self.index_of(".".join(parts[:split]))
+            if index is None:
+                continue
+            head, rest = parts[split], parts[split + 1:]
+            found = index.functions.get(head) or index.classes.get(head)
+            if found is None:
+                alias = index.imports.aliases.get(head)
+                return self.find(".".join([alias, *rest]), depth + 1) if alias else None
+            if not rest:
+                return found
+            if len(rest) == 1 and hasattr(found, "methods"):
+                return found.methods.get(rest[0])
+            return None
+        return None

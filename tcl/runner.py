@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -12,7 +13,7 @@ from .config import Config
 from .engine import Analyzer, FileReport
 from .files import Excluder, Problem, SourceError, discover, package_of, read_source
 from .findings import FileError
-from .project import module_classes
+from .project import ProjectScan, scan
 
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -26,19 +27,36 @@ class RunResult:
 
     @property
     def findings(self):
-        return [f for report in self.reports for f in report.findings]
+        """Every finding once: a helper reached from two files is reported by both analyses."""
+        merged: dict[tuple, object] = {}
+        for report in self.reports:
+            for finding in report.findings:
+                key = (finding.path, finding.line, finding.col, finding.code)
+                if key in merged:
+                    merged[key] = _merge(merged[key], finding)
+                else:
+                    merged[key] = finding
+        return list(merged.values())
 
     @property
     def all_errors(self):
         return self.errors + [e for report in self.reports for e in report.errors]
 
 
+def _merge(first, second):
+    import dataclasses
+
+    reached = tuple(sorted(set(first.reached_from) | set(second.reached_from)))
+    message = re.sub(r"reached from [^)]*\)$", f"reached from {', '.join(reached)})", first.message)
+    return dataclasses.replace(first, reached_from=reached, message=message)
+
+
 _WORKER_ANALYZER: Analyzer | None = None
 
 
-def _init_worker(config: Config, known_modules: frozenset[str]) -> None:
+def _init_worker(config: Config, project: ProjectScan) -> None:
     global _WORKER_ANALYZER
-    _WORKER_ANALYZER = Analyzer(config, known_modules)
+    _WORKER_ANALYZER = Analyzer(config, project)
 
 
 def check_file(path: str, analyzer: Analyzer) -> FileReport:
@@ -54,9 +72,11 @@ def check_text(source: str, path: str, analyzer: Analyzer) -> FileReport:
         report = analyzer.check_source(source, path, package_of(path) if os.path.exists(path) else "")
     except Exception as exc:  # an analyzer bug must not end the run
         return FileReport(path, errors=[FileError(path, 0, f"internal error: {type(exc).__name__}: {exc}")])
-    ignores = _per_file_ignores(path, analyzer.config)
-    if ignores:
-        report.findings = [f for f in report.findings if not any(f.code.startswith(c) for c in ignores)]
+    if analyzer.config.per_file_ignores:
+        report.findings = [
+            f for f in report.findings
+            if not any(f.code.startswith(c) for c in _per_file_ignores(f.path, analyzer.config))
+        ]
     return report
 
 
@@ -94,14 +114,14 @@ def _default_excludes() -> Iterable[str]:
 def run(paths: list[str], config: Config, jobs: int | None = None, root: str = ".") -> RunResult:
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
-    known_modules = module_classes(files) if len(files) > 1 else frozenset()
+    project = scan(files) if len(files) > 1 else ProjectScan()
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        analyzer = Analyzer(config, known_modules)
+        analyzer = Analyzer(config, project)
         result.reports = [check_file(path, analyzer) for path in files]
         return result
     chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(config, known_modules)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(config, project)) as pool:
         for reports in pool.map(_worker_check, chunks):
             result.reports.extend(reports)
     return result

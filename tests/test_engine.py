@@ -228,3 +228,56 @@ def test_cross_file_module_inheritance(tmp_path):
         [sys.executable, "-m", "tcl", "check", "--no-config", "pkg/model.py"], capture_output=True, text=True, cwd=tmp_path
     )
     assert alone.stdout == ""
+
+
+def test_calls_are_followed_across_files(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "layers").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers" / "__init__.py").write_text("from .norms import rms_norm\n")
+    (pkg / "layers" / "norms.py").write_text(textwrap.dedent('''
+        import torch
+
+        def rms_norm(x, eps):
+            if eps > 1e-3:
+                eps = 1e-3
+            scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+            if scale.max() > 100:
+                print("unstable")
+            return x * scale
+
+        def unused(x):
+            print(x)
+    '''))
+    (pkg / "utils.py").write_text("def describe(t):\n    return f'{t}'\n")
+    (pkg / "model.py").write_text(textwrap.dedent('''
+        from torch import nn
+        from .layers import rms_norm
+        from . import utils
+
+        class Block(nn.Module):
+            def forward(self, x):
+                y = rms_norm(x, 1e-5)
+                label = utils.describe(y)
+                return y, label
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = Block()
+
+            def forward(self, x):
+                return self.block(x)
+    '''))
+    result = subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+    )
+    lines = [line.split(" -> ")[0] for line in result.stdout.splitlines()]
+    assert lines == [
+        "pkg/layers/norms.py:8:8: TCL201 Python branch on tensor data (if) breaks the graph"
+        " (in rms_norm, reached from Block.forward, Model.forward) [GB0170]",
+        "pkg/layers/norms.py:9:9: TCL101 print() inside a compiled region breaks the graph"
+        " (in rms_norm, reached from Block.forward, Model.forward) [GB0170]".replace("GB0170", "GB0059"),
+        "pkg/utils.py:2:12: TCL402 formatting a tensor into a string breaks the graph where the string is used"
+        " (in describe, reached from Block.forward, Model.forward) [GB0088]",
+    ], result.stdout + result.stderr

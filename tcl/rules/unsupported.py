@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
+from ..names import dotted
 from .base import Example, Rule
 
 
@@ -141,7 +142,12 @@ def fn(x):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if ctx.qualname(node.func) == "copy.deepcopy" and node.args:
-            if ctx.kind(node.args[0].value) in (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.MODULE):
+            value = node.args[0].value
+            kind = ctx.kind(value)
+            # `copy.deepcopy(self.student)`: state held on a module is modules and tensors far
+            # more often than plain Python data, even when its origin is out of sight.
+            on_self = kind == Kind.UNKNOWN and (dotted(value) or "").startswith("self.")
+            if kind in (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.MODULE) or on_self:
                 ctx.report(self, node)
 
 
