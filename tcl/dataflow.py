@@ -51,7 +51,7 @@ META_METHODS = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
     "element_size", "is_floating_point", "is_complex", "is_signed", "get_device",
     "storage_offset", "type", "is_pinned", "has_names", "is_set_to", "data_ptr",
-    "untyped_storage",
+    "untyped_storage", "is_inference",
 })
 SCALAR_METHODS = frozenset({"item", "tolist"})
 BOOL_METHODS = frozenset({

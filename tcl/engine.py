@@ -33,6 +33,17 @@ class FileReport:
     dependencies: list[str] = field(default_factory=list)  # other files its findings depend on
 
 
+@dataclass
+class NodeReport:
+    """check_source's report plus what `tcl fix` needs: the parsed module, the analysis, and
+    each finding in this file paired with the Candidate (libcst node) it was computed from."""
+
+    report: FileReport
+    module: cst.Module | None = None
+    analysis: "FileAnalysis | None" = None
+    pairs: list[tuple[Finding, Candidate]] = field(default_factory=list)
+
+
 def might_trace(source: str) -> bool:
     return any(word in source for word in PREFILTER_WORDS)
 
@@ -79,6 +90,39 @@ class Analyzer:
         index = build_index(module, package, source, self.known_modules)
         index.path, index.source, index.module = path, source, module
         return index
+
+    def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:
+        """`check_source` for `tcl fix`: the same findings (those of this file), each with its node."""
+        result = NodeReport(FileReport(path))
+        report = result.report
+        if not might_trace(source):
+            report.skipped = True
+            return result
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            report.errors.append(_syntax_error(path, source, exc))
+            return result
+        except (RecursionError, MemoryError) as exc:
+            report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
+            return result
+        try:
+            index = self._index(module, package, source, path)
+            analysis = FileAnalysis(index, self)
+            candidates = [(c, r) for c, r in analysis.run() if c.function.index is index]
+            ranges = node_ranges(module, {id(c.function.top) for c, _ in candidates}) if candidates else {}
+            noqa = NoqaMap(source)
+            pairs: dict = {}
+            for candidate, reached_from in candidates:
+                finding = self._finding(candidate, reached_from, ranges, noqa, path)
+                if finding is not None:
+                    pairs.setdefault((finding.code, finding.line, finding.col), (finding, candidate))
+            result.pairs = sorted(pairs.values(), key=lambda pair: pair[0].sort_key())
+            report.findings = [finding for finding, _ in result.pairs]
+            result.module, result.analysis = module, analysis
+        except RecursionError:
+            report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
+        return result
 
     def _load_foreign(self, path: str, name: str) -> ModuleIndex | None:
         """Another checked file, parsed when traced code calls into it."""
@@ -316,15 +360,17 @@ class FileAnalysis:
                     queue.append(callee)
         return self._candidates_with_reach()
 
-    def _walk(self, function: FunctionInfo) -> FunctionResult:
+    def _walk(self, function: FunctionInfo, hooks=None) -> FunctionResult:
+        # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes).
         walker = FunctionWalker(
             function,
             function.index,
-            self.analyzer.hooks,
+            self.analyzer.hooks if hooks is None else hooks,
             self.param_kinds[id(function)],
             lambda call: self.resolve_call(call, function),
             self._return_kind,
             self.analyzer.version,
+            is_entry=id(function) in self.entries,
         )
         return walker.run()
 

@@ -92,8 +92,11 @@ class FunctionWalker(cst.CSTVisitor):
         resolve_call,
         return_kind,
         version: tuple[int, int],
+        is_entry: bool = False,
     ) -> None:
         self.function = function
+        self.is_entry = is_entry  # torch.compile calls it directly: arguments come from outside
+        self.parameters = {p.name.value for p in _all_params(function.node.params)}
         self.index = index
         self.rules = rules
         self.version = version
@@ -256,6 +259,10 @@ class FunctionWalker(cst.CSTVisitor):
     # -- helpers -------------------------------------------------------------------------
     def _inside_nested_function(self) -> bool:
         return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) for n in self.stack[:-1])
+
+    def is_parameter(self, name: str) -> bool:
+        """An argument of the function, never rebound in its body so far."""
+        return name in self.parameters and name not in self.assigned
 
     def is_intermediate(self, name: str) -> bool:
         """A value created inside the traced function, not an input."""

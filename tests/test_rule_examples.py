@@ -3,6 +3,7 @@
 1. Statically: the analyzer reports the rule exactly on the `# BREAK` lines, nothing on VALID.
 2. On the installed compiler: each INVALID example breaks at those lines (default mode, the
    graph_breaks log) with one of the rule's GB ids, and each VALID example does not break.
+   Recompile rules instead call the example several times: INVALID recompiles, VALID compiles once.
 A rule the installed torch disagrees with fails the suite.
 """
 
@@ -82,10 +83,34 @@ def runtime_lines(result, rule):
     return sorted({b.line - rule.runtime_line_offset for b in result.breaks})
 
 
+def compiles(example) -> int:
+    """Compilations over the example's calls (recompile rules)."""
+    import importlib.util
+    import tempfile
+
+    from tcl.recompiles import count_compiles
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "recompile_example.py")
+        with open(path, "w") as handle:
+            handle.write(example.code)
+        spec = importlib.util.spec_from_file_location("recompile_example", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        entry = getattr(module, example.entry)
+        entry = getattr(entry, "_torchdynamo_orig_callable", entry)
+        target = entry() if isinstance(entry, type) else entry
+        calls = eval(example.calls, {"torch": torch}) if example.calls else [(torch.randn(4, 4),)] * 3
+        return count_compiles(target, calls)
+
+
 @pytest.mark.parametrize("rule, example", INVALID_CASES)
 def test_invalid_example_breaks_on_installed_torch(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
+    if rule.category == "recompile":
+        assert compiles(example) > 1, "expected the calls to recompile"
+        return
     from tcl.oracle import probe_source
 
     result = probe_source(example.code, example.entry, example.args)
@@ -107,6 +132,9 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
 def test_valid_example_compiles_without_break(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
+    if rule.category == "recompile":
+        assert compiles(example) == 1, "expected one compilation for all calls"
+        return
     from tcl.oracle import probe_source
 
     result = probe_source(example.code, example.entry, example.args)

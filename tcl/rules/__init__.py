@@ -7,13 +7,14 @@ from .data_dependent import (
     DataDependentBranch, ItemCall, ScalarConversion, TensorAssertWithMessage, TolistCall,
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
+from .recompiles import ModuleIntCounter, RangeOverIntArgument
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, OpenCall, PrintCall, SkippedCall,
     WarningsWarn,
 )
 from .unsupported import (
-    AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, ParameterInForward,
-    RecurrentModule, TensorFormatting, TensorToString,
+    AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, InferenceModeQuery,
+    ParameterInForward, RecurrentModule, SparseTensor, TensorFormatting, TensorToString,
 )
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
@@ -23,7 +24,8 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         DataDependentBranch, TensorAssertWithMessage, ItemCall, ScalarConversion, TolistCall,
         DynamicOutputShape, OneHotWithoutNumClasses,
         TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
-        DataMutation, ClassInCompiledFunction, RecurrentModule,
+        DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
+        ModuleIntCounter, RangeOverIntArgument,
     ],
     key=lambda rule: rule.code,
 ))

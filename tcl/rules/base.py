@@ -31,6 +31,8 @@ class Example:
     args: str | None = None
     versions: str | None = None
     fullgraph_breaks: bool | None = None  # None: as the rule's modes say
+    # Recompile rules: an expression giving a list of argument tuples, one per call.
+    calls: str | None = None
 
     def expected_lines(self) -> list[int]:
         return [i for i, line in enumerate(self.code.splitlines(), 1) if "# BREAK" in line]
@@ -69,6 +71,8 @@ class Rule:
     gb: ClassVar[tuple[tuple[Version, str], ...]] = ()
     alt_gb: ClassVar[tuple[str, ...]] = ()  # ids the compiler may also report (dtype-dependent)
     modes: ClassVar[frozenset[str]] = ALL_MODES
+    # "graph-break": the compiler breaks at the finding; "recompile": calls recompile.
+    category: ClassVar[str] = "graph-break"
     versions: ClassVar[str | None] = None  # torch releases the rule applies to
     rationale: ClassVar[str] = ""
     # Where the compiler reports the break relative to the finding (f-strings: at the use).

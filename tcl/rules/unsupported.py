@@ -404,3 +404,81 @@ class Encoder(nn.Module):
             cls = ctx.qualname(value.func)
             if cls in RNN_CLASSES:
                 ctx.report(self, node, self.message.format(cls=cls.rsplit(".", 1)[-1]))
+
+
+class InferenceModeQuery(Rule):
+    code = "TCL409"
+    name = "inference-mode-query"
+    message = "{what} inside a compiled region breaks the graph"
+    fix = "decide outside the compiled region and pass a Python bool, or drop the check"
+    gb = (((2, 0), "GB0045"),)
+    alt_gb = ("GB0046",)
+    rationale = "Dynamo cannot trace queries of inference mode; each one ends the graph."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if torch.is_grad_enabled():
+        x = x * 2
+    return x
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    flags = [x.is_inference()]  # BREAK
+    return y, flags
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) == "torch.is_inference_mode_enabled":
+            ctx.report(self, node, self.message.format(what="torch.is_inference_mode_enabled()"), gb="GB0046")
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "is_inference" and not node.args:
+            if is_tensor(ctx.kind(func.value)):
+                ctx.report(self, node, self.message.format(what=".is_inference()"))
+
+
+SPARSE_FUNCTIONS = frozenset({
+    "torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse_csc_tensor",
+    "torch.sparse_bsr_tensor", "torch.sparse_bsc_tensor", "torch.sparse_compressed_tensor",
+})
+SPARSE_METHODS = frozenset({"to_sparse", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc"})
+
+
+class SparseTensor(Rule):
+    code = "TCL410"
+    name = "sparse-tensor-in-compiled-region"
+    message = "{what} creates a sparse tensor, which Dynamo does not trace; the graph breaks"
+    fix = "keep sparse conversions outside the compiled region (or use dense ops inside it)"
+    gb = (((2, 0), "GB0277"),)
+    alt_gb = ("GB0015",)
+    rationale = "Sparse layouts are not supported by torch.compile's tracing; each conversion ends the graph."
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return (x * (x > 0)).sum()
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    nnz = x.to_sparse()._nnz()  # BREAK
+    return x * nnz
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in SPARSE_FUNCTIONS:
+            ctx.report(self, node, self.message.format(what=f"{name}()"))
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in SPARSE_METHODS and is_tensor(ctx.kind(func.value)):
+            ctx.report(self, node, self.message.format(what=f".{func.attr.value}()"))
