@@ -49,11 +49,25 @@ class ClassInfo:
     node: cst.ClassDef
     bases: tuple[str, ...]
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
-    # self.<attr> assignments in __init__ (and other methods): attr -> the assigned expression
-    attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
-    buffers: set[str] = field(default_factory=set)  # register_buffer / register_parameter names
     is_module: bool = False
     index: "ModuleIndex | None" = None
+    _attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    _buffers: set[str] = field(default_factory=set)
+    _scanned: bool = False
+
+    @property
+    def attributes(self) -> dict[str, cst.BaseExpression]:
+        """`self.<attr> = value` assignments in the class's methods (read on first use)."""
+        if not self._scanned:
+            self._scanned = True
+            _collect_self_attributes(self)
+        return self._attributes
+
+    @property
+    def buffers(self) -> set[str]:
+        """Names given to register_buffer / register_parameter."""
+        self.attributes
+        return self._buffers
 
 
 @dataclass
@@ -159,38 +173,63 @@ def _index_class(node: cst.ClassDef, top: cst.CSTNode, index: ModuleIndex) -> No
         if isinstance(stmt, cst.FunctionDef):
             method = FunctionInfo(stmt.name.value, stmt, top, info, decorator_names(stmt, index.imports))
             info.methods[method.name] = method
-    for method in info.methods.values():
-        _collect_self_attributes(method.node, info, index)
 
 
-class _SelfAttributeCollector(cst.CSTVisitor):
-    """`self.x = ...`, `self.register_buffer("x", ...)` and `torch.compile(self.m)` in a method."""
+class _StatementScanner(cst.CSTVisitor):
+    """Visits statements only: expressions are never descended into, which is what makes
+    these scans cheap next to a full traversal."""
 
-    def __init__(self, info: ClassInfo, index: ModuleIndex) -> None:
-        self.info = info
-        self.index = index
+    CONTAINERS = (
+        cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
+        cst.ExceptStarHandler, cst.Finally,
+    )
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            attr = _self_attribute(target.target)
-            if attr and attr not in self.info.attributes:
-                self.info.attributes[attr] = node.value
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in node.body:
+                self.handle(small)
+            return False
+        if isinstance(node, cst.ClassDef):
+            self.enter_class(node)
+        return isinstance(node, self.CONTAINERS)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        attr = _self_attribute(node.target)
-        if attr and node.value is not None and attr not in self.info.attributes:
-            self.info.attributes[attr] = node.value
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, cst.ClassDef):
+            self.leave_class(original_node)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        name = dotted(node.func)
-        if name in ("self.register_buffer", "self.register_parameter") and node.args:
-            first = node.args[0].value
-            if isinstance(first, cst.SimpleString):
-                self.info.buffers.add(first.evaluated_value)
-        _record_compile_target(node, self.index, self.info)
+    def handle(self, small: cst.BaseSmallStatement) -> None:
+        raise NotImplementedError
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return True
+    def enter_class(self, node: cst.ClassDef) -> None:
+        pass
+
+    def leave_class(self, node: cst.ClassDef) -> None:
+        pass
+
+
+class _SelfAttributeScanner(_StatementScanner):
+    """`self.x = ...` and `self.register_buffer("x", ...)` in a class's methods."""
+
+    def __init__(self, attributes: dict, buffers: set) -> None:
+        self.attributes = attributes
+        self.buffers = buffers
+
+    def handle(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                attr = _self_attribute(target.target)
+                if attr and attr not in self.attributes:
+                    self.attributes[attr] = small.value
+        elif isinstance(small, cst.AnnAssign):
+            attr = _self_attribute(small.target)
+            if attr and small.value is not None and attr not in self.attributes:
+                self.attributes[attr] = small.value
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            call = small.value
+            if dotted(call.func) in ("self.register_buffer", "self.register_parameter") and call.args:
+                first = call.args[0].value
+                if isinstance(first, cst.SimpleString):
+                    self.buffers.add(first.evaluated_value)
 
 
 def _self_attribute(target: cst.BaseExpression) -> str | None:
@@ -203,10 +242,12 @@ def _self_attribute(target: cst.BaseExpression) -> str | None:
     return None
 
 
-def _collect_self_attributes(node: cst.FunctionDef, info: ClassInfo, index: ModuleIndex) -> None:
-    # Attributes are read from every method, __init__ first, since models often build
-    # submodules in helpers such as `_init_layers`.
-    node.visit(_SelfAttributeCollector(info, index))
+def _collect_self_attributes(info: ClassInfo) -> None:
+    # Read from every method, not only __init__: models often build submodules in helpers
+    # such as `_init_layers`. Methods are scanned in order, so __init__'s assignment wins.
+    scanner = _SelfAttributeScanner(info._attributes, info._buffers)
+    for method in info.methods.values():
+        method.node.body.visit(scanner)
 
 
 def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, owner) -> None:
@@ -264,22 +305,26 @@ def is_torch_module_base(qualname: str) -> bool:
     return last[:1].isupper() and last not in ("Parameter", "Buffer")
 
 
-class _CompileCallCollector(cst.CSTVisitor):
-    """`torch.compile(f)` anywhere in the file, e.g. inside `main()` or a training script."""
+class _CompileCallScanner(_StatementScanner):
+    """`x = torch.compile(f)` / `torch.compile(self.m)` statements anywhere in the file."""
 
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
-        self.owner: ClassInfo | None = None
+        self.owners: list[ClassInfo | None] = []
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.owner = self.index.classes.get(node.name.value, self.owner)
+    def enter_class(self, node: cst.ClassDef) -> None:
+        self.owners.append(self.index.classes.get(node.name.value))
 
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.owner = None
+    def leave_class(self, node: cst.ClassDef) -> None:
+        self.owners.pop()
 
-    def visit_Call(self, node: cst.Call) -> None:
-        _record_compile_target(node, self.index, self.owner)
+    def handle(self, small: cst.BaseSmallStatement) -> None:
+        value = getattr(small, "value", None)
+        # `torch.compile(f)` and `torch.compile(f)(x)`: walk the chain of calls.
+        while isinstance(value, cst.Call):
+            _record_compile_target(value, self.index, self.owners[-1] if self.owners else None)
+            value = value.func
 
 
 def collect_compile_calls(module: cst.Module, index: ModuleIndex) -> None:
-    module.visit(_CompileCallCollector(index))
+    module.visit(_CompileCallScanner(index))
