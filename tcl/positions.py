@@ -1,11 +1,15 @@
-"""Line/column ranges, computed only for the top-level statements that hold a finding.
+"""Line/column ranges, computed only for the functions that hold a finding.
 
-libcst's PositionProvider re-generates the whole module with position bookkeeping on every
-node (about 1.7x the parse). Most statements hold no finding, so they are only rendered to
-count their lines, and the bookkeeping runs on the few that matter.
+libcst's PositionProvider re-generates the whole module with position bookkeeping on every node
+(about 1.7x the parse). Findings sit in a few functions, so tcl asks Python's `ast` (a small
+fraction of a libcst parse) where those functions start and generates positions for them
+alone. Each result is checked against `ast` (the function's name must land where `ast` says);
+if it does not, the module-level statement holding the function is done the slow, sure way.
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 from libcst._position import CodeRange
@@ -19,14 +23,71 @@ class _RangeSink:
         self._computed: dict[cst.CSTNode, CodeRange] = {}
 
 
-def node_ranges(module: cst.Module, wanted_tops: set[int]) -> dict[cst.CSTNode, CodeRange]:
-    """Ranges of every node inside the module-level statements whose id() is in wanted_tops."""
-    sink = _RangeSink()
-    state = PositionProvidingCodegenState(
+def _state(module: cst.Module, sink: _RangeSink) -> PositionProvidingCodegenState:
+    return PositionProvidingCodegenState(
         default_indent=module.default_indent,
         default_newline=module.default_newline,
         provider=sink,
     )
+
+
+def function_ranges(module: cst.Module, source: str, functions) -> dict[cst.CSTNode, CodeRange]:
+    """Ranges of every node inside `functions` (FunctionInfo objects of this module)."""
+    sink = _RangeSink()
+    starts = _ast_def_starts(source)
+    slow_tops: set[int] = set()
+    for function in functions:
+        if not _function_ranges(module, function, starts, sink):
+            slow_tops.add(id(function.top))
+    if slow_tops:
+        sink._computed.update(statement_ranges(module, slow_tops))
+    return sink._computed
+
+
+def _ast_def_starts(source: str) -> dict[tuple[str | None, str], tuple[int, int, int]]:
+    """(class or None, function) -> (first decorator line, def line, def column), top levels only."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    starts = {}
+
+    def add(owner, node):
+        first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        starts.setdefault((owner, node.name), (first, node.lineno, node.col_offset))
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            add(None, node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    add(node.name, item)
+    return starts
+
+
+def _function_ranges(module, function, starts, sink) -> bool:
+    owner = function.owner.name if function.owner is not None else None
+    start = starts.get((owner, function.name))
+    node: cst.FunctionDef = function.node
+    if start is None:
+        return False
+    first_line, def_line, def_col = start
+    state = _state(module, sink)
+    if function.owner is not None:
+        state.indent_tokens.append(function.owner.node.body.indent or module.default_indent)
+    # Code generation of a def starts with its leading blank/comment lines, then decorators.
+    state.line = first_line - len(node.leading_lines)
+    node._codegen(state)
+    name_range = sink._computed.get(node.name)
+    expected_col = def_col + (len("async def ") if node.asynchronous else len("def "))
+    return name_range is not None and (name_range.start.line, name_range.start.column) == (def_line, expected_col)
+
+
+def statement_ranges(module: cst.Module, wanted_tops: set[int]) -> dict[cst.CSTNode, CodeRange]:
+    """Ranges of every node inside the module-level statements whose id() is in wanted_tops."""
+    sink = _RangeSink()
+    state = _state(module, sink)
     for line in module.header:
         line._codegen(state)
     remaining = set(wanted_tops)
@@ -39,3 +100,6 @@ def node_ranges(module: cst.Module, wanted_tops: set[int]) -> dict[cst.CSTNode, 
         else:
             state._update_position(module.code_for_node(stmt))
     return sink._computed
+
+
+node_ranges = statement_ranges  # the name other modules use for "ranges of whole statements"

@@ -4,6 +4,7 @@ hands every node to the rules that asked for its type.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -93,6 +94,7 @@ class FunctionWalker(cst.CSTVisitor):
         return_kind,
         version: tuple[int, int],
         is_entry: bool = False,
+        plans: dict | None = None,
     ) -> None:
         self.function = function
         self.is_entry = is_entry  # torch.compile calls it directly: arguments come from outside
@@ -105,6 +107,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind)
         self.resolve_call = resolve_call
         self.result = FunctionResult()
+        self.plans: dict[type, _Plan] = plans if plans is not None else {}
         self.stack: list[cst.CSTNode] = []
         self.amplifiers: list[str] = []
 
@@ -140,18 +143,33 @@ class FunctionWalker(cst.CSTVisitor):
         )
 
     # -- traversal -----------------------------------------------------------------------
+    # A read-only walk over dataclass fields. libcst's own visit() rebuilds every node it
+    # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
-        self.function.node.body.visit(self)
+        self.walk(self.function.node.body)
         return self.result
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def walk(self, node: cst.CSTNode) -> None:
+        plan = _plan(type(node), self)
         self.stack.append(node)
-        for rule, method in self.rules.get(type(node).__name__, ()):
-            getattr(rule, method)(node, self)
-        return super().on_visit(node)  # on_leave runs (and pops) even when children are skipped
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
+        for rule, method in plan.rules:
+            try:
+                getattr(rule, method)(node, self)
+            except Exception as exc:  # tag it: engine.check_source reports the rule and line
+                if not hasattr(exc, "tcl_rule"):
+                    exc.tcl_rule, exc.tcl_node = type(rule), node
+                raise
+        if plan.visit is None or plan.visit(self, node) is not False:
+            for name in plan.fields:
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    self.walk(value)
+                elif isinstance(value, (tuple, list)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            self.walk(item)
+        if plan.leave is not None:
+            plan.leave(self, node)
         self.stack.pop()
 
     # Skip what Dynamo never traces under compile.
@@ -161,7 +179,7 @@ class FunctionWalker(cst.CSTVisitor):
             return True
         live = node.body if truth else node.orelse
         if live is not None:
-            live.visit(self)
+            self.walk(live)
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -304,6 +322,45 @@ class FunctionWalker(cst.CSTVisitor):
         if is_tensor(kind):
             return Kind.TENSOR
         return Kind.META if kind == Kind.META else Kind.UNKNOWN
+
+
+# Fields that hold only whitespace, punctuation or formatting: never worth walking.
+_SKIPPED_FIELD_PREFIXES = (
+    "whitespace", "lpar", "rpar", "leading_lines", "lines_after", "header", "footer",
+    "semicolon", "comma", "colon", "equal", "dot", "lbrac", "rbrac", "lbrace", "rbrace",
+    "trailing", "indent", "newline", "default_indent", "default_newline", "encoding",
+)
+# Comprehensions bind their loop variables before the element is evaluated.
+_FIELD_ORDER_OVERRIDES = {
+    cst.ListComp: ("for_in", "elt"), cst.SetComp: ("for_in", "elt"),
+    cst.GeneratorExp: ("for_in", "elt"), cst.DictComp: ("for_in", "key", "value"),
+}
+
+
+class _Plan:
+    __slots__ = ("fields", "rules", "visit", "leave")
+
+    def __init__(self, fields, rules, visit, leave) -> None:
+        self.fields, self.rules, self.visit, self.leave = fields, rules, visit, leave
+
+
+def _plan(node_type: type, walker: "FunctionWalker") -> _Plan:
+    """What to do at a node of this type: rule hooks, the walker's own hooks, fields to walk."""
+    cache = walker.plans
+    plan = cache.get(node_type)
+    if plan is None:
+        fields = _FIELD_ORDER_OVERRIDES.get(node_type) or tuple(
+            f.name for f in dataclasses.fields(node_type) if not f.name.startswith(_SKIPPED_FIELD_PREFIXES)
+        )
+        name = node_type.__name__
+        plan = _Plan(
+            fields,
+            tuple(walker.rules.get(name, ())),
+            getattr(type(walker), f"visit_{name}", None),
+            getattr(type(walker), f"leave_{name}", None),
+        )
+        cache[node_type] = plan
+    return plan
 
 
 def _all_params(params: cst.Parameters) -> Iterable[cst.Param]:
