@@ -1,0 +1,330 @@
+"""The fix driver: analyse, ask each finding's rule for a fix, apply the non-overlapping ones,
+re-parse, repeat until nothing changes.
+
+Fixes come from the one engine (`Analyzer.check_source_with_nodes`): only findings `tcl check`
+reports are fixed, so code outside compiled regions and `# noqa` lines are never touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..findings import FileError, Finding
+from .base import SAFE, UNSAFE, Fix, FixContext
+
+MAX_ROUNDS = 8
+
+
+@dataclass
+class FileFix:
+    path: str
+    original: str
+    fixed: str
+    before: list[Finding] = field(default_factory=list)     # findings in the original source
+    remaining: list[Finding] = field(default_factory=list)  # findings in the fixed source
+    applied: list[Fix] = field(default_factory=list)
+    pending: list[Fix] = field(default_factory=list)         # not applied (unsafe or suggestion)
+    pending_diffs: list[str] = field(default_factory=list)   # one diff per pending fix
+    errors: list[FileError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+    def diff(self) -> str:
+        return unified_diff(self.original, self.fixed, self.path)
+
+
+def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, package: str = "",
+               ignored: tuple[str, ...] = ()) -> FileFix:
+    """Fix one file's text. Never raises for bad input: problems land in `errors`."""
+    result = FileFix(path, source, source)
+    threshold = UNSAFE if unsafe else SAFE
+    current = source
+    for round_number in range(MAX_ROUNDS + 1):
+        report = analyzer.check_source_with_nodes(current, path, package)
+        if report.report.errors:
+            if round_number == 0:
+                result.errors = list(report.report.errors)
+            else:  # cannot happen: every round's output was parsed before it was kept
+                result.errors.append(FileError(path, 0, "fix produced code the analyser rejects; file left unchanged"))
+                result.fixed = source
+            return result
+        pairs = [(f, c) for f, c in report.pairs if not any(f.code.startswith(i) for i in ignored)]
+        findings = [f for f, _ in pairs]
+        if round_number == 0:
+            result.before = findings
+        if report.module is None:
+            break
+        fixes = collect_fixes(report, pairs, analyzer.version, result.warnings)
+        chosen = select(fixes, threshold, _parents(report.module)) if round_number < MAX_ROUNDS else []
+        if not chosen:
+            result.remaining = findings
+            result.pending = [f for f in fixes if f.safety < threshold]
+            result.pending_diffs = [
+                unified_diff(current, apply_fixes(report.module, [f], torch_bound(report)), path)
+                for f in result.pending
+            ]
+            break
+        new = apply_fixes(report.module, chosen, torch_bound(report))
+        problem = syntax_problem(new, path)
+        if problem is not None:
+            result.errors.append(FileError(path, 0, f"fix produced invalid code ({problem}); file left unchanged"))
+            result.fixed = source
+            return result
+        if new == current:
+            result.remaining = findings
+            break
+        result.applied.extend(chosen)
+        current = new
+    result.fixed = current
+    return result
+
+
+def torch_bound(report) -> bool:
+    index = report.analysis.index if report.analysis is not None else None
+    return index is not None and index.imports.aliases.get("torch") == "torch"
+
+
+def syntax_problem(source: str, path: str) -> str | None:
+    try:
+        cst.parse_module(source)
+        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
+# -- collecting fixes ------------------------------------------------------------------------
+
+
+def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
+    module = report.module
+    parents = _parents(module)
+    wanted = [(f, c) for f, c in pairs if getattr(c.rule, "fixer", None) is not None]
+    kinds = _kinds_at(report.analysis, [c for _, c in wanted], parents)
+    fixes = []
+    for finding, candidate in wanted:
+        ctx = FixContext(module, candidate.function.index, version, parents, candidate.function,
+                         kinds.get(candidate.node, {}))
+        try:
+            fix = candidate.rule.fixer(finding, candidate.node, ctx)
+        except Exception as exc:  # a fixer bug must not end the run
+            warnings.append(f"{finding.path}:{finding.line}: {finding.code} fixer failed: {type(exc).__name__}: {exc}")
+            continue
+        if fix is not None:
+            fixes.append(fix)
+    return fixes
+
+
+class _ParentMap(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.parents: dict = {}
+        self.stack: list = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+_PARENTS_CACHE: dict[int, tuple[cst.Module, dict]] = {}
+
+
+def _parents(module: cst.Module) -> dict:
+    cached = _PARENTS_CACHE.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    visitor = _ParentMap()
+    module.visit(visitor)
+    _PARENTS_CACHE.clear()
+    _PARENTS_CACHE[id(module)] = (module, visitor.parents)
+    return visitor.parents
+
+
+class _Snapshot:
+    """A rule hook for a re-walk: at each target node, the kinds of every expression of the
+    statement holding it (and of the next statement), with the environment at that point."""
+
+    def __init__(self, targets: dict, parents: dict, out: dict) -> None:
+        self.targets = targets  # node -> statements to evaluate
+        self.parents = parents
+        self.out = out
+
+    def visit(self, node: cst.CSTNode, walker) -> None:
+        statements = self.targets.get(node)
+        if statements is None or node in self.out:
+            return
+        kinds: dict = {}
+        expressions: list = []
+
+        class Collect(cst.CSTVisitor):
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                if isinstance(n, cst.BaseExpression):
+                    expressions.append(n)
+                return not isinstance(n, (cst.FunctionDef, cst.ClassDef))
+
+        for statement in statements:
+            statement.visit(Collect())
+        for expression in expressions:
+            try:
+                kinds[expression] = walker.kind(expression)
+            except RecursionError:
+                break
+        self.out[node] = kinds
+
+
+def _kinds_at(analysis, candidates, parents) -> dict:
+    """node -> {expression -> Kind} for each candidate's node."""
+    if analysis is None or not candidates:
+        return {}
+    out: dict = {}
+    by_function: dict[int, tuple] = {}
+    for candidate in candidates:
+        statements = _statements_around(candidate.node, parents)
+        if not statements:
+            continue
+        entry = by_function.setdefault(id(candidate.function), (candidate.function, {}))
+        entry[1][candidate.node] = statements
+    for function, targets in by_function.values():
+        if id(function) not in analysis.param_kinds:
+            continue
+        snapshot = _Snapshot(targets, parents, out)
+        hooks = {}
+        for node in targets:
+            hooks.setdefault(type(node).__name__, [(snapshot, "visit")])
+        try:
+            analysis._walk(function, hooks=hooks)
+        except RecursionError:
+            continue
+    return out
+
+
+def _statements_around(node: cst.CSTNode, parents: dict) -> list:
+    current = node
+    while current is not None and not isinstance(current, cst.BaseStatement):
+        current = parents.get(current)
+    if current is None:
+        return []
+    statements = [current]
+    block = parents.get(current)
+    if isinstance(block, cst.IndentedBlock):
+        body = list(block.body)
+        for i, item in enumerate(body):
+            if item is current and i + 1 < len(body):
+                statements.append(body[i + 1])
+    return statements
+
+
+# -- choosing and applying -------------------------------------------------------------------
+
+
+def select(fixes: list[Fix], threshold, parents: dict) -> list[Fix]:
+    """The applicable fixes, first come first served, none touching another's nodes."""
+    chosen: list[Fix] = []
+    keys: set = set()
+    keys_and_ancestors: set = set()
+    for fix in sorted(fixes, key=lambda f: (f.line, f.col, f.code)):
+        if fix.safety < threshold:
+            continue
+        mine = list(fix.replacements)
+        ancestors = {a for k in mine for a in _ancestors(k, parents)}
+        if any(k in keys_and_ancestors for k in mine) or ancestors & keys:
+            continue  # overlaps an earlier fix: the next round will see it again
+        chosen.append(fix)
+        keys.update(mine)
+        keys_and_ancestors.update(mine)
+        keys_and_ancestors |= ancestors
+    return chosen
+
+
+def _ancestors(node, parents):
+    node = parents.get(node)
+    while node is not None:
+        yield node
+        node = parents.get(node)
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, replacements: dict, guards: set) -> None:
+        super().__init__()
+        self.replacements = replacements
+        self.guards = guards  # ids of the guard `if`s created by fixes
+
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
+        replacement = self.replacements.get(original_node)
+        return updated_node if replacement is None else replacement
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):
+        body: list = []
+        for item in updated_node.body:
+            previous = body[-1] if body else None
+            if id(item) in self.guards and previous is not None and id(previous) in self.guards:
+                inner = list(item.body.body)
+                inner[0] = inner[0].with_changes(leading_lines=[*item.leading_lines, *inner[0].leading_lines])
+                merged = previous.with_changes(body=previous.body.with_changes(body=[*previous.body.body, *inner]))
+                self.guards.add(id(merged))
+                body[-1] = merged
+            else:
+                body.append(item)
+        if len(body) != len(updated_node.body):
+            return updated_node.with_changes(body=body)
+        return updated_node
+
+
+def apply_fixes(module: cst.Module, fixes: list[Fix], torch_is_bound: bool) -> str:
+    replacements: dict = {}
+    guards: set = set()
+    for fix in fixes:
+        replacements.update(fix.replacements)
+        if fix.guard:
+            guards.update(id(r) for r in fix.replacements.values())
+    new_module = module.visit(_Apply(replacements, guards))
+    if any(f.needs_torch for f in fixes) and not torch_is_bound:
+        new_module = add_import_torch(new_module)
+    return new_module.code
+
+
+def add_import_torch(module: cst.Module) -> cst.Module:
+    """`import torch` after the module's leading imports (or its docstring)."""
+    body = list(module.body)
+    position = 0
+    for i, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            smalls = statement.body
+            if all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in smalls):
+                position = i + 1
+                continue
+            docstring = len(smalls) == 1 and isinstance(smalls[0], cst.Expr) and isinstance(
+                smalls[0].value, (cst.SimpleString, cst.ConcatenatedString))
+            if i == 0 and docstring:
+                position = 1
+                continue
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            break
+    line = cst.parse_statement("import torch" + module.default_newline, config=module.config_for_parsing)
+    body.insert(position, line)
+    return module.with_changes(body=body)
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    if before == after:
+        return ""
+    a = before.splitlines(keepends=True)
+    b = after.splitlines(keepends=True)
+    lines = []
+    for line in difflib.unified_diff(a, b, fromfile=path, tofile=path):
+        if not line.endswith(("\n", "\r")):
+            line += "\n\\ No newline at end of file\n"
+        lines.append(line)
+    return "".join(lines)

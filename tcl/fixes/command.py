@@ -1,0 +1,127 @@
+"""`tcl fix PATH... [--apply] [--diff] [--unsafe-fixes]`.
+
+Without --apply: print unified diffs (stdout; a clean patch, notes as `#` lines patch ignores)
+and write nothing. With --apply: rewrite files atomically, print the findings that remain.
+Fixes that are not applied (unsafe without --unsafe-fixes, suggestions) go to stderr with
+their own diffs. Exit status as `tcl check`, mirroring ruff: 0 nothing to fix and nothing
+left, 1 files changed (or would change) or findings remain, 2 errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def add_parser(commands, add_config_options) -> argparse.ArgumentParser:
+    fix = commands.add_parser(
+        "fix",
+        help="rewrite graph-break hazards (diffs by default; --apply writes)",
+        description="Rewrite graph-break hazards so the graph stays whole and eager results stay "
+        "identical. Prints unified diffs and writes nothing unless --apply is given. "
+        "Exit status: 0 nothing to fix, 1 files changed or findings remain, 2 errors.",
+    )
+    fix.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    add_config_options(fix)
+    fix.add_argument("--apply", action="store_true", help="write the fixes to the files")
+    fix.add_argument("--diff", action="store_true", help="print unified diffs (the default without --apply)")
+    fix.add_argument("--unsafe-fixes", action="store_true",
+                     help="also apply fixes tcl cannot prove keep eager results identical")
+    return fix
+
+
+def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = None) -> int:
+    from ..files import SourceError, package_of
+    from ..findings import FileError
+    from ..report import text_line
+    from ..runner import _per_file_ignores, collect_files
+    from .apply import fix_source
+    from .writer import ChangedOnDisk, read, write_atomic
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    root = str(config.source.parent) if config.source else "."
+    files, errors = collect_files(args.paths, config, root)
+    analyzer = _analyzer(config, files)
+    show_diff = args.diff or not args.apply
+    changed_files = fixed = unsafe_pending = suggestions = 0
+    remaining = []
+    for path in files:
+        try:
+            source = read(path)
+        except SourceError as exc:
+            errors.append(FileError(path, 0, str(exc)))
+            continue
+        try:
+            result = fix_source(source.text, path, analyzer, unsafe=args.unsafe_fixes,
+                                package=package_of(path), ignored=tuple(_per_file_ignores(path, config)))
+        except Exception as exc:  # a bug must not end the run
+            errors.append(FileError(path, 0, f"internal error: {type(exc).__name__}: {exc}"))
+            continue
+        errors.extend(result.errors)
+        for warning in result.warnings:
+            err.write(f"{warning}\n")
+        remaining.extend(result.remaining)
+        if result.changed:
+            if show_diff:
+                out.write(_header(path, result.applied))
+                out.write(result.diff())
+            if args.apply:
+                try:
+                    write_atomic(path, source.encode(result.fixed), source.digest)
+                except ChangedOnDisk:
+                    errors.append(FileError(path, 0, "changed on disk since read, skipped"))
+                    continue
+                except (OSError, UnicodeEncodeError) as exc:
+                    errors.append(FileError(path, 0, f"cannot write: {exc}"))
+                    continue
+            changed_files += 1
+            fixed += len(result.applied)
+        for fix, diff in zip(result.pending, result.pending_diffs):
+            if fix.safety.label == "unsafe":
+                unsafe_pending += 1
+                why = "unsafe, applied with --unsafe-fixes"
+            else:
+                suggestions += 1
+                why = "suggestion, never applied"
+            err.write(f"# {path}: not applied ({why}): {fix.describe()}\n{diff}")
+    if args.apply:
+        for finding in sorted(remaining, key=lambda f: f.sort_key()):
+            out.write(text_line(finding) + "\n")
+    for error in errors:
+        err.write(f"{error}\n")
+    verb = "fixed" if args.apply else "would fix"
+    summary = f"tcl fix: {verb} {fixed} finding{'s' * (fixed != 1)} in {changed_files} file{'s' * (changed_files != 1)}"
+    if args.apply:
+        summary += f"; {len(remaining)} remaining"
+    extra = []
+    if unsafe_pending:
+        extra.append(f"{unsafe_pending} more with --unsafe-fixes")
+    if suggestions:
+        extra.append(f"{suggestions} suggestion{'s' * (suggestions != 1)} shown above")
+    if extra:
+        summary += f" ({', '.join(extra)})"
+    err.write(summary + "\n")
+    if errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if changed_files or remaining else EXIT_CLEAN
+
+
+def _analyzer(config, files):
+    from ..engine import Analyzer
+
+    try:
+        from ..project import ProjectScan, scan
+    except ImportError:  # an engine without the cross-file scan
+        return Analyzer(config)
+    project = scan(files) if len(files) > 1 else ProjectScan()
+    return Analyzer(config, project)
+
+
+def _header(path: str, applied) -> str:
+    lines = [f"# tcl fix {path}: {len(applied)} fix{'es' * (len(applied) != 1)}"]
+    lines.extend(f"#   {fix.describe()}" for fix in applied)
+    return "\n".join(lines) + "\n"

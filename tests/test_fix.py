@@ -1,0 +1,797 @@
+"""`tcl fix`: exact rewrites per pattern, safety levels, idempotence, and the CLI's file handling
+(diff-only by default, atomic writes, files changed on disk, interrupted writes)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from tcl.cli import main
+from tcl.config import Config
+from tcl.engine import Analyzer
+from tcl.fixes import SUGGESTION, UNSAFE
+from tcl.fixes import apply as fix_apply
+from tcl.fixes import writer
+from tcl.fixes.apply import fix_source
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def run_fix(source: str, unsafe: bool = False, version: str | None = None, path: str = "model.py"):
+    return fix_source(src(source), path, Analyzer(Config(torch_version=version)), unsafe=unsafe)
+
+
+def fixed(source: str, unsafe: bool = False, version: str | None = None) -> str:
+    result = run_fix(source, unsafe, version)
+    assert result.errors == [] and result.warnings == []
+    return result.fixed
+
+
+# -- guards: print / logging / warnings (TCL101, TCL104, TCL105) -----------------------------
+
+PRINT = """
+import torch
+
+@torch.compile
+def fn(x):
+    # show the input
+    print("x:", x.shape)  # debug
+    return x + 1
+"""
+
+
+def test_print_is_guarded():
+    assert fixed(PRINT) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            # show the input
+            if not torch.compiler.is_compiling():
+                print("x:", x.shape)  # debug
+            return x + 1
+        """)
+
+
+def test_adjacent_guards_merge_and_logging_and_warnings():
+    assert fixed("""
+        import logging
+        import warnings
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compile
+        def fn(x):
+            y = x.relu()
+            print("y", y.shape)
+            logger.info("step %s", y.norm())
+            warnings.warn("slow path")
+            return y
+        """) == src("""
+        import logging
+        import warnings
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compile
+        def fn(x):
+            y = x.relu()
+            if not torch.compiler.is_compiling():
+                print("y", y.shape)
+                logger.info("step %s", y.norm())
+                warnings.warn("slow path")
+            return y
+        """)
+
+
+def test_guard_before_torch_2_3_uses_dynamo_is_compiling():
+    assert "if not torch._dynamo.is_compiling():\n        print(" in fixed(PRINT, version="2.2")
+
+
+def test_import_torch_added_when_missing():
+    assert fixed("""
+        import torch.nn as nn
+
+        class Block(nn.Module):
+            def forward(self, x):
+                print("hi", x.shape)
+                return x * 2
+        """) == src("""
+        import torch.nn as nn
+        import torch
+
+        class Block(nn.Module):
+            def forward(self, x):
+                if not torch.compiler.is_compiling():
+                    print("hi", x.shape)
+                return x * 2
+        """)
+
+
+def test_only_whole_expression_statements_are_guarded():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x):
+            y = x + 1; print(y)
+            if x.dim() > 1: print(x)
+            answer = input("continue? ")
+            return y
+        """
+    result = run_fix(source, unsafe=True)
+    assert result.fixed == src(source) and result.pending == []
+    assert {f.code for f in result.remaining} == {"TCL101"}
+
+
+def test_guard_with_side_effecting_arguments_is_unsafe():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x, names: list):
+            print(names.pop())
+            return x
+        """
+    result = run_fix(source)
+    assert not result.changed and [f.safety for f in result.pending] == [UNSAFE]
+    assert "if not torch.compiler.is_compiling():\n        print(names.pop())" in fixed(source, unsafe=True)
+
+
+def test_debugger_removed_only_with_unsafe_fixes():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.dim() == 2:
+                breakpoint()
+            import pdb; pdb.set_trace()
+            return x
+        """
+    assert not run_fix(source).changed
+    assert fixed(source, unsafe=True) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.dim() == 2:
+                pass
+            import pdb
+            return x
+        """)
+
+
+def test_code_outside_compiled_regions_and_noqa_lines_untouched():
+    source = """
+        import torch
+
+        def report(x):
+            print(x)
+
+        @torch.compile
+        def fn(x):
+            print(x.shape)  # noqa: TCL101
+            return x + 1
+        """
+    result = run_fix(source, unsafe=True)
+    assert not result.changed and result.before == [] and result.pending == []
+
+
+# -- torch.where (TCL201) -------------------------------------------------------------------
+
+
+def test_if_else_assignments_become_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            # pick a side
+            if x.sum() > 0:  # the branch
+                y = x.clamp(-1, 1)
+            else:
+                # negative
+                y = x * 2
+            return y
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            # pick a side
+            # negative
+            y = torch.where(x.sum() > 0, x.clamp(-1, 1), x * 2)  # the branch
+            return y
+        """)
+
+
+def test_comments_inside_kept_expressions_are_not_duplicated():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.sum() > 0:
+                y = x.clamp(
+                    -1,  # lower
+                    1,
+                )
+            else:  # otherwise
+                y = x
+            return y
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            # otherwise
+            y = torch.where(x.sum() > 0, x.clamp(
+                -1,  # lower
+                1,
+            ), x)
+            return y
+        """)
+
+
+def test_if_return_then_return_becomes_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.abs().max() > 2:
+                return x.clamp(-2, 2)
+            return x
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            return torch.where(x.abs().max() > 2, x.clamp(-2, 2), x)
+        """)
+
+
+def test_if_else_returns_become_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if not torch.isfinite(x).all():
+                return x.nan_to_num()
+            else:
+                return -x
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            return torch.where(torch.logical_not(torch.isfinite(x).all()), x.nan_to_num(), -x)
+        """)
+
+
+def test_if_without_else_reassignment_becomes_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if torch.isnan(x).any():
+                x = x.nan_to_num()
+            return x + 1
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            x = torch.where(torch.isnan(x).any(), x.nan_to_num(), x)
+            return x + 1
+        """)
+
+
+def test_several_names_share_one_condition():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.mean() < 0:
+                a = -x
+                b = x.abs()
+            else:
+                a = x
+                b = x + 1
+            return a, b
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            _tcl_cond = x.mean() < 0
+            a = torch.where(_tcl_cond, -x, x)
+            b = torch.where(_tcl_cond, x.abs(), x + 1)
+            return a, b
+        """)
+
+
+def test_conditional_expression_becomes_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            return (x.relu() if not x.any() else x * 3)
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            return (torch.where(torch.logical_not(x.any()), x.relu(), x * 3))
+        """)
+
+
+def test_name_unbound_before_if_is_not_rewritten():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.sum() > 0:
+                y = x * 2
+            return x
+        """
+    result = run_fix(source, unsafe=True)
+    assert not result.changed and result.pending == []
+
+
+def test_module_calls_in_branches_are_never_rewritten():
+    source = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.1)
+
+            def forward(self, x):
+                if x.sum() > 0:
+                    x = self.drop(x)
+                return x
+        """
+    result = run_fix(source, unsafe=True)
+    assert not result.changed and result.pending == []
+
+
+UNSAFE_WHERE = [
+    # another tensor in a branch: its shape may broadcast the result
+    ("""
+        import torch
+
+        @torch.compile
+        def fn(x, m):
+            if (m == 0).any():
+                x = x.masked_fill(m == 0, 0.0)
+            return x
+        """, "    x = torch.where((m == 0).any(), x.masked_fill(m == 0, 0.0), x)\n"),
+    # a float constant promotes an integer tensor on both sides
+    ("""
+        import torch
+
+        @torch.compile
+        def fn(h):
+            h = h.clamp(-6e4, 6e4) if torch.isinf(h).any() else h
+            return h
+        """, "    h = torch.where(torch.isinf(h).any(), h.clamp(-6e4, 6e4), h)\n"),
+    # the condition is not provably 0-d
+    ("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x[0] > 0:
+                x = x * 2
+            return x
+        """, "    x = torch.where(x[0] > 0, x * 2, x)\n"),
+    # `and` evaluates both operands
+    ("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.any() and x.sum() > 1:
+                x = -x
+            return x
+        """, "    x = torch.where(torch.logical_and(x.any(), x.sum() > 1), -x, x)\n"),
+]
+
+
+@pytest.mark.parametrize("source, line", UNSAFE_WHERE)
+def test_unsafe_where_needs_unsafe_fixes(source, line):
+    result = run_fix(source)
+    assert not result.changed
+    assert [f.safety for f in result.pending] == [UNSAFE] and "UNSAFE" in result.pending[0].note
+    assert line in result.pending_diffs[0].replace("+    ", "    ")
+    assert line in fixed(source, unsafe=True)
+
+
+def test_temporaries_are_hoisted_only_with_unsafe_fixes():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(w, mask):
+            if (mask == 0).any():  # padding present
+                min_value = torch.finfo(w.dtype).min
+                w = w.masked_fill(mask[:, None, :] == 0, min_value)
+            return w.softmax(-1)
+        """
+    assert not run_fix(source).changed
+    assert fixed(source, unsafe=True) == src("""
+        import torch
+
+        @torch.compile
+        def fn(w, mask):
+            min_value = torch.finfo(w.dtype).min
+            w = torch.where((mask == 0).any(), w.masked_fill(mask[:, None, :] == 0, min_value), w)  # padding present
+            return w.softmax(-1)
+        """)
+
+
+def test_torch_cond_for_multi_statement_branches_is_unsafe():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x, w):
+            if x.sum() > 0:
+                h = x @ w
+                return h.relu()
+            else:
+                return x
+        """
+    result = run_fix(source)
+    assert not result.changed and [f.title for f in result.pending] == ["lift the branches into torch.cond"]
+    assert fixed(source, unsafe=True) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x, w):
+            def _tcl_true_fn(x, w):
+                h = x @ w
+                return h.relu()
+            def _tcl_false_fn(x, w):
+                return x.clone()
+            return torch.cond(x.sum() > 0, _tcl_true_fn, _tcl_false_fn, (x, w))
+        """)
+
+
+# -- .item() / float() / int() in a test (TCL203, TCL204) ------------------------------------
+
+
+def test_item_comparison_becomes_tensor_comparison_and_where():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.sum().item() > 0:
+                y = x + 1
+            else:
+                y = x - 1
+            return y
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            y = torch.where(x.sum() > 0, x + 1, x - 1)
+            return y
+        """)
+
+
+@pytest.mark.parametrize("test, why", [
+    ("float(x.max()) > 0.1", "not exact in float16"),       # float32(0.1) != 0.1
+    ("int(x.sum()) > 0", "truncates"),                      # int(0.5) == 0
+    ("x.max().item() > x.min().item()", "tensor's dtype"),  # compared in the tensors' dtype
+])
+def test_scalar_comparisons_that_can_differ_are_unsafe(test, why):
+    source = f"""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if {test}:
+                x = x * 2
+            return x
+        """
+    result = run_fix(source)
+    assert not result.changed and {f.safety for f in result.pending} == {UNSAFE}
+    assert why in result.pending[0].note
+
+
+def test_item_in_a_branch_that_cannot_be_rewritten_is_a_suggestion():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x):
+            if x.sum().item() > 0:
+                raise ValueError("positive")
+            return x
+        """
+    result = run_fix(source, unsafe=True)
+    assert not result.changed
+    assert [f.safety for f in result.pending] == [SUGGESTION]
+    assert "+    if x.sum() > 0:\n" in result.pending_diffs[0]
+
+
+# -- asserts (TCL202, TCL201) ---------------------------------------------------------------
+
+
+def test_assert_messages_become_constant_and_not_becomes_logical_not():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            assert (x > 0).all(), f"bad {x.shape} {x.min():.3f}"
+            assert not torch.isnan(x).any(), f"nan in {x.shape}"
+            assert x.all(), "bad %s" % (x.shape,)
+            return x
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            assert (x > 0).all(), "bad {x.shape} {x.min():.3f}"
+            assert torch.logical_not(torch.isnan(x).any()), "nan in {x.shape}"
+            assert x.all(), "bad %s"
+            return x
+        """)
+
+
+def test_assert_message_note_says_formatting_is_lost():
+    result = run_fix("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            assert (x > 0).all(), f"bad {x.min()}"
+            return x
+        """)
+    assert "placeholders" in result.applied[0].note
+
+
+def test_assert_and_is_unsafe_and_variable_message_has_no_fix():
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x, msg: str):
+            assert x.all() and x.any()
+            assert x.all(), msg
+            return x
+        """
+    result = run_fix(source)
+    assert not result.changed and [f.safety for f in result.pending] == [UNSAFE]
+    assert "    assert torch.logical_and(x.all(), x.any())\n    assert x.all(), msg\n" in fixed(source, unsafe=True)
+
+
+# -- F.one_hot (TCL302) ---------------------------------------------------------------------
+
+
+def test_one_hot_width_from_a_same_shape_loss():
+    assert fixed("""
+        import torch
+        import torch.nn.functional as F
+
+        @torch.compile
+        def fn(logits, labels):
+            target = F.one_hot(labels).float()
+            return F.binary_cross_entropy_with_logits(logits, target)
+        """) == src("""
+        import torch
+        import torch.nn.functional as F
+
+        @torch.compile
+        def fn(logits, labels):
+            target = F.one_hot(labels, num_classes=logits.shape[-1]).float()
+            return F.binary_cross_entropy_with_logits(logits, target)
+        """)
+
+
+def test_one_hot_without_derivable_width_is_only_a_suggestion():
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        @torch.compile
+        def fn(labels):
+            return F.one_hot(labels)
+        """
+    result = run_fix(source, unsafe=True)
+    assert not result.changed
+    assert [f.safety for f in result.pending] == [SUGGESTION]
+    assert "+    return F.one_hot(labels, num_classes=...)\n" in result.pending_diffs[0]
+
+
+# -- idempotence ------------------------------------------------------------------------------
+
+ALL_SOURCES = [PRINT] + [s for s, _ in UNSAFE_WHERE] + [
+    """
+    import torch
+
+    @torch.compile
+    def fn(x):
+        if x.sum().item() > 0:
+            y = x + 1
+        else:
+            y = x - 1
+        print(y)
+        assert not torch.isnan(y).any(), f"nan {y.shape}"
+        return y if y.mean() > 0 else -y
+    """,
+]
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+@pytest.mark.parametrize("source", ALL_SOURCES)
+def test_fixing_twice_changes_nothing_the_second_time(source, unsafe):
+    once = run_fix(source, unsafe)
+    assert once.errors == []
+    twice = fix_source(once.fixed, "model.py", Analyzer(Config()), unsafe=unsafe)
+    assert twice.fixed == once.fixed and twice.applied == []
+
+
+def test_fixing_shares_the_analyzer_without_disturbing_check():
+    """The fixer re-walks functions with its own hooks; `tcl check` on the same analyzer after
+    that must report exactly what a fresh analyzer reports (walk plans embed rule hooks)."""
+    source = src(ALL_SOURCES[-1])
+    analyzer = Analyzer(Config())
+    fix_source(source, "model.py", analyzer)
+    assert analyzer.check_source(source, "model.py").findings == Analyzer(Config()).check_source(source, "model.py").findings
+
+
+def test_a_fix_producing_invalid_code_leaves_the_file_alone(monkeypatch):
+    monkeypatch.setattr(fix_apply, "apply_fixes", lambda *a, **k: "def broken(:\n")
+    result = run_fix(PRINT)
+    assert result.fixed == src(PRINT)
+    assert "fix produced invalid code" in result.errors[0].message
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(src(PRINT))
+    return path
+
+
+def test_default_prints_a_diff_and_writes_nothing(model, capsys):
+    before = model.read_bytes()
+    assert main(["fix", "--no-config", str(model)]) == 1
+    out = capsys.readouterr().out
+    assert f"--- {model}\n+++ {model}\n" in out
+    assert "+    if not torch.compiler.is_compiling():\n" in out
+    assert model.read_bytes() == before
+
+
+def test_diff_flag_writes_nothing(model, capsys):
+    before = model.read_bytes()
+    assert main(["fix", "--diff", "--no-config", str(model)]) == 1
+    assert "+        print(" in capsys.readouterr().out
+    assert model.read_bytes() == before
+
+
+def test_apply_writes_then_nothing_is_left(model, capsys):
+    assert main(["fix", "--apply", "--no-config", str(model)]) == 1  # files changed: exit 1, like ruff
+    assert "if not torch.compiler.is_compiling():" in model.read_text()
+    capsys.readouterr()
+    assert main(["fix", "--apply", "--no-config", str(model)]) == 0
+    assert main(["check", "--no-config", str(model)]) == 0
+    assert not [p for p in os.listdir(model.parent) if p.endswith(".tcl-fix")]
+
+
+def test_select_limits_what_is_fixed(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(src("""
+        import logging
+        import torch
+
+        log = logging.getLogger(__name__)
+
+        @torch.compile
+        def fn(x):
+            log.info("a")
+
+            print("b")
+            return x
+        """))
+    assert main(["fix", "--apply", "--no-config", "--select", "TCL101", str(path)]) == 1
+    text = path.read_text()
+    assert '    log.info("a")\n' in text and '        print("b")\n' in text
+
+
+def test_unsafe_fixes_flag(tmp_path, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(src(UNSAFE_WHERE[0][0]))
+    assert main(["fix", "--apply", "--no-config", str(path)]) == 1  # a finding remains
+    assert "torch.where" not in path.read_text()
+    assert "not applied (unsafe, applied with --unsafe-fixes)" in capsys.readouterr().err
+    assert main(["fix", "--apply", "--unsafe-fixes", "--no-config", str(path)]) == 1
+    assert "torch.where" in path.read_text()
+
+
+def test_file_changed_on_disk_is_skipped(model, monkeypatch, capsys):
+    real = fix_apply.fix_source
+
+    def racing(source, path, *args, **kwargs):
+        result = real(source, path, *args, **kwargs)
+        with open(path, "a") as handle:  # an editor saves while tcl is working
+            handle.write("# edited\n")
+        return result
+
+    monkeypatch.setattr(fix_apply, "fix_source", racing)
+    assert main(["fix", "--apply", "--no-config", str(model)]) == 2
+    assert f"{model}: changed on disk since read, skipped" in capsys.readouterr().err
+    assert model.read_text() == src(PRINT) + "# edited\n"
+    assert not [p for p in os.listdir(model.parent) if p.endswith(".tcl-fix")]
+
+
+@pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
+def test_interrupted_write_leaves_the_old_file(model, monkeypatch, error, capsys):
+    before = model.read_bytes()
+
+    def interrupted(src_path, dst_path):
+        raise error
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    code = main(["fix", "--apply", "--no-config", str(model)])
+    assert code == (2 if isinstance(error, OSError) else 130)
+    assert model.read_bytes() == before
+    assert sorted(os.listdir(model.parent)) == ["model.py"]
+
+
+def test_write_atomic_refuses_a_stale_digest(tmp_path):
+    path = tmp_path / "f.py"
+    path.write_text("a = 1\n")
+    with pytest.raises(writer.ChangedOnDisk):
+        writer.write_atomic(str(path), b"a = 2\n", writer.digest(b"a = 0\n"))
+    assert path.read_text() == "a = 1\n"
+    writer.write_atomic(str(path), b"a = 2\n", writer.digest(b"a = 1\n"))
+    assert path.read_text() == "a = 2\n"
+
+
+def test_encoding_bom_and_line_endings_are_kept(tmp_path):
+    path = tmp_path / "m.py"
+    text = src(PRINT).replace("\n", "\r\n").replace('"x:"', '"é:"')
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert main(["fix", "--apply", "--no-config", str(path)]) == 1
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"\n" not in data.replace(b"\r\n", b"")
+    assert "if not torch.compiler.is_compiling():\r\n" in data.decode("utf-8-sig")
+
+
+def test_syntax_error_is_reported_and_file_untouched(tmp_path, capsys):
+    path = tmp_path / "bad.py"
+    path.write_text("import torch\ndef f(:\n")
+    assert main(["fix", "--apply", "--no-config", str(path)]) == 2
+    assert path.read_text() == "import torch\ndef f(:\n"
+    assert "cannot parse" in capsys.readouterr().err
+
+
+def test_clean_file_exits_0(tmp_path, capsys):
+    path = tmp_path / "ok.py"
+    path.write_text("import torch\n\n@torch.compile\ndef fn(x):\n    return x + 1\n")
+    assert main(["fix", "--no-config", str(path)]) == 0
+    assert capsys.readouterr().out == ""
