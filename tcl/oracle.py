@@ -33,7 +33,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["RuntimeBreak", "OracleResult", "probe", "probe_source", "gb_id_of"]
+__all__ = ["RuntimeBreak", "FrameSkip", "OracleResult", "probe", "probe_source", "gb_id_of"]
 
 MODES = ("default", "eogb", "fullgraph")
 
@@ -59,13 +59,35 @@ class RuntimeBreak:
     mode: str  # "default" or "fullgraph"
 
 
+@dataclass(frozen=True)
+class FrameSkip:
+    """A break Dynamo could not resume after ("Skipping the function and falling back to eager"):
+    a break inside a for/while loop, a try or a with it cannot re-enter, also one in a helper
+    called from there.  The skipped frame runs eagerly, so hazards later in it never reach Dynamo.
+    """
+
+    path: str  # the break, as in RuntimeBreak
+    line: int
+    gb: str | None
+    stack: tuple[tuple[str, int], ...]  # user-file frames of the traceback, outermost first
+    # "frame skipped: forward (/p/m.py line 62)" when Dynamo names the frame (loops): its code
+    # name and first line (a resume function's first line lies inside the original function).
+    skipped_name: str | None = None
+    skipped_path: str | None = None
+    skipped_line: int | None = None
+
+
 @dataclass
 class OracleResult:
     breaks: list[RuntimeBreak] = field(default_factory=list)  # every logged default-mode break
     first_error: RuntimeBreak | None = None  # error_on_graph_break(True): first default-mode break
     fullgraph_error: RuntimeBreak | None = None  # fullgraph=True (gb None for UserError)
     exception: str | None = None  # "Type: message" if the eager call failed
+    # "Type: message" if the default-mode compiled call raised (a compiler or backend failure,
+    # not a graph break: default mode runs breaks eagerly instead of raising)
+    default_error: str | None = None
     executed_lines: dict[str, set[int]] = field(default_factory=dict)  # eager coverage of user files
+    frame_skips: list[FrameSkip] = field(default_factory=list)  # default mode, from the same log
 
 
 def gb_id_of(text: str | None) -> str | None:
@@ -157,6 +179,32 @@ def _parse_log(records: list[str], user_files: set[str]) -> list[RuntimeBreak]:
     return breaks
 
 
+_SKIPPED = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
+_SKIP_PHRASE = "Skipping the function and falling back to eager"
+
+
+def _parse_frame_skips(records: list[str], user_files: set[str]) -> list[FrameSkip]:
+    """The graph_breaks records that made Dynamo skip a frame, de-duplicated."""
+    skips: list[FrameSkip] = []
+    for text in records:
+        m = _BREAK_AT.search(text)
+        if not m or (_SKIP_PHRASE not in text and "frame skipped:" not in text):
+            continue
+        frames = _frames_after(text, "User code traceback:")
+        loc = _pick_frame(frames, user_files) or (m.group(1), int(m.group(2)))
+        stack = tuple((_abs(f), n) for f, n in frames if _norm(f) in user_files)
+        named = _SKIPPED.search(text)
+        skip = FrameSkip(
+            _abs(loc[0]), loc[1], gb_id_of(text), stack,
+            named.group(1) if named else None,
+            _abs(named.group(2)) if named else None,
+            int(named.group(3)) if named else None,
+        )
+        if skip not in skips:
+            skips.append(skip)
+    return skips
+
+
 def _break_from_exception(exc: BaseException, user_files: set[str], mode: str,
                           fallback: tuple[str, int]) -> RuntimeBreak:
     """A RuntimeBreak describing an exception raised by a compiled run."""
@@ -222,18 +270,30 @@ def _graph_break_log():
     to stderr; they get a filter so that the oracle adds no noise.  The final
     ``set_logs()`` rebuilds torch's handlers (dropping the filter) and resets
     the log settings (keeping any TORCH_LOGS from the environment).
+
+    Dynamo logs the user traceback only for the first break per (gb_type,
+    innermost location), for the life of the process (``torch._dynamo.reset()``
+    keeps that memory).  The innermost location is often library code
+    (``copy.py`` for every deepcopy), so a second deepcopy on another user
+    line, or the same hazard in a later probe, would lose its user frame.
+    The de-duplication is switched off while capturing.
     """
     import torch
 
     logger = logging.getLogger("torch._dynamo")
     capture = _Capture()
+    checker = getattr(getattr(torch._dynamo, "utils", None), "graph_break_dup_warning_checker", None)
     torch._logging.set_logs(graph_breaks=True)
     for handler in logger.handlers:
         handler.addFilter(_drop_graph_break_records)
     logger.addHandler(capture)
+    if checker is not None:
+        checker.add = lambda key: True  # instance attribute shadows the method
     try:
         yield capture.records
     finally:
+        if checker is not None:
+            checker.__dict__.pop("add", None)
         logger.removeHandler(capture)
         torch._logging.set_logs()
 
@@ -312,14 +372,28 @@ def _definition(target) -> tuple[str, int] | None:
     return _abs(path), code.co_firstlineno if code else 0
 
 
-def _compile_and_run(target, args, kwargs, backend, fullgraph, eogb=False):
+def _fresh_target(target, enabled: bool):
+    """A deep copy of an ``nn.Module`` target, so that state one run sets up (a lazily created
+    parameter, a step counter) does not change which lines the next run executes."""
+    import torch
+
+    if not enabled or not isinstance(target, torch.nn.Module):
+        return target
+    try:
+        return copy.deepcopy(target)
+    except Exception:  # uncopyable module: share it
+        return target
+
+
+def _compile_and_run(target, args, kwargs, backend, fullgraph, eogb=False, compile_mode=None):
     """Run a fresh compiled copy; return the exception it raised, or None."""
     import torch
 
     torch._dynamo.reset()  # so caches from an earlier mode cannot hide a break
     guard = torch._dynamo.error_on_graph_break(True) if eogb else contextlib.nullcontext()
+    extra = {"mode": compile_mode} if compile_mode and compile_mode != "default" else {}
     try:
-        compiled = torch.compile(target, backend=backend, fullgraph=fullgraph)
+        compiled = torch.compile(target, backend=backend, fullgraph=fullgraph, **extra)
         with guard:
             _call(compiled, args, kwargs)
     except KeyboardInterrupt:
@@ -331,11 +405,15 @@ def _compile_and_run(target, args, kwargs, backend, fullgraph, eogb=False):
 
 def probe(target, args=(), kwargs=None, *, user_files: set[str] | None = None,
           backend: str = "eager", device: str | None = None, collect_lines: bool = False,
-          modes=MODES) -> OracleResult:
+          modes=MODES, compile_mode: str | None = None, fresh_target: bool = False) -> OracleResult:
     """Run ``target(*args, **kwargs)`` eagerly, then compiled in each of ``modes``.
 
     ``target`` is a callable or an ``nn.Module``.  Exceptions from the runs are
     recorded in the result, never raised (except KeyboardInterrupt).
+    ``compile_mode`` is torch.compile's ``mode`` ("reduce-overhead", ...).
+    ``fresh_target``: every run gets its own deep copy of an ``nn.Module``
+    target (eager runs first and would otherwise change the state that the
+    compiled runs start from).
     """
     import torch
 
@@ -362,7 +440,7 @@ def probe(target, args=(), kwargs=None, *, user_files: set[str] | None = None,
         tracer = _line_tracer(user, result.executed_lines) if collect_lines else contextlib.nullcontext()
         try:
             with tracer:
-                _call(target, a, k)
+                _call(_fresh_target(target, fresh_target), a, k)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -370,13 +448,17 @@ def probe(target, args=(), kwargs=None, *, user_files: set[str] | None = None,
 
         if "default" in modes:
             with _graph_break_log() as records:
-                _compile_and_run(target, *_fresh(args, kwargs), backend, fullgraph=False)
+                exc = _compile_and_run(_fresh_target(target, fresh_target), *_fresh(args, kwargs),
+                                       backend, fullgraph=False, compile_mode=compile_mode)
             result.breaks = _parse_log(records, user)
+            result.frame_skips = _parse_frame_skips(records, user)
+            if exc is not None:
+                result.default_error = _describe(exc)
 
         if "eogb" in modes:
             if hasattr(torch._dynamo, "error_on_graph_break"):
-                exc = _compile_and_run(target, *_fresh(args, kwargs), backend,
-                                       fullgraph=False, eogb=True)
+                exc = _compile_and_run(_fresh_target(target, fresh_target), *_fresh(args, kwargs),
+                                       backend, fullgraph=False, eogb=True, compile_mode=compile_mode)
                 if exc is not None:
                     result.first_error = _break_from_exception(exc, user, "default", fallback)
             elif result.breaks:
@@ -385,7 +467,8 @@ def probe(target, args=(), kwargs=None, *, user_files: set[str] | None = None,
                 result.first_error = result.breaks[0]
 
         if "fullgraph" in modes:
-            exc = _compile_and_run(target, *_fresh(args, kwargs), backend, fullgraph=True)
+            exc = _compile_and_run(_fresh_target(target, fresh_target), *_fresh(args, kwargs),
+                                   backend, fullgraph=True, compile_mode=compile_mode)
             if exc is not None:
                 result.fullgraph_error = _break_from_exception(exc, user, "fullgraph", fallback)
 
