@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from .files import SourceError, package_of, read_source
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .project import Project, ProjectScan
 from .noqa import NoqaMap
-from .positions import node_ranges
+from .positions import function_ranges
 from .rules import selected_rules
 from .walker import Candidate, FunctionResult, FunctionWalker, entry_param_kinds, helper_param_kinds
 
@@ -57,33 +58,38 @@ class Analyzer:
         self.version = self.config.target_version()
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
+        self.plans: dict = {}  # node type -> walk plan, shared by every function walked
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
                 self.hooks[node_type].append((instance, method))
 
     # -- entry points ----------------------------------------------------------------------
-    def check_source(self, source: str, path: str, package: str = "") -> FileReport:
+    def check_source(self, source: str, path: str, package: str = "", nodes: NodeReport | None = None) -> FileReport:
         report = FileReport(path)
         if not might_trace(source):
             report.skipped = True
             return report
-        try:
-            module = cst.parse_module(source)
-        except cst.ParserSyntaxError as exc:
-            report.errors.append(_syntax_error(path, source, exc))
-            return report
-        except (RecursionError, MemoryError) as exc:
-            report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
+        module, problem = parse_source(path, source)
+        if module is None:
+            report.errors.append(problem)
             return report
         try:
             index = self._index(module, package, source, path)
             analysis = FileAnalysis(index, self)
             candidates = analysis.run()
-            report.findings = self._to_findings(candidates)
+            if nodes is not None:  # `tcl fix` also wants the module, the analysis, the nodes
+                nodes.module, nodes.analysis = module, analysis
+            report.findings = self._to_findings(candidates, nodes.pairs if nodes is not None else None)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
         except RecursionError:
+            report.findings = []
             report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
+        except BaseException as exc:  # a tcl bug: one line that names the rule; the run goes on
+            if not _is_bug(exc):
+                raise
+            report.findings = []
+            report.errors.append(_internal_error(path, module, exc))
         return report
 
     def _index(self, module: cst.Module, package: str, source: str, path: str) -> ModuleIndex:
@@ -94,34 +100,8 @@ class Analyzer:
     def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:
         """`check_source` for `tcl fix`: the same findings (those of this file), each with its node."""
         result = NodeReport(FileReport(path))
-        report = result.report
-        if not might_trace(source):
-            report.skipped = True
-            return result
-        try:
-            module = cst.parse_module(source)
-        except cst.ParserSyntaxError as exc:
-            report.errors.append(_syntax_error(path, source, exc))
-            return result
-        except (RecursionError, MemoryError) as exc:
-            report.errors.append(FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"))
-            return result
-        try:
-            index = self._index(module, package, source, path)
-            analysis = FileAnalysis(index, self)
-            candidates = [(c, r) for c, r in analysis.run() if c.function.index is index]
-            ranges = node_ranges(module, {id(c.function.top) for c, _ in candidates}) if candidates else {}
-            noqa = NoqaMap(source)
-            pairs: dict = {}
-            for candidate, reached_from in candidates:
-                finding = self._finding(candidate, reached_from, ranges, noqa, path)
-                if finding is not None:
-                    pairs.setdefault((finding.code, finding.line, finding.col), (finding, candidate))
-            result.pairs = sorted(pairs.values(), key=lambda pair: pair[0].sort_key())
-            report.findings = [finding for finding, _ in result.pairs]
-            result.module, result.analysis = module, analysis
-        except RecursionError:
-            report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
+        result.report = self.check_source(source, path, package, nodes=result)
+        result.pairs = sorted((p for p in result.pairs if p[0].path == path), key=lambda p: p[0].sort_key())
         return result
 
     def _load_foreign(self, path: str, name: str) -> ModuleIndex | None:
@@ -135,7 +115,7 @@ class Analyzer:
         index.name = name
         return index
 
-    def _to_findings(self, candidates) -> list[Finding]:
+    def _to_findings(self, candidates, pairs: list | None = None) -> list[Finding]:
         if not candidates:
             return []
         by_module: dict[int, list] = defaultdict(list)
@@ -144,12 +124,15 @@ class Analyzer:
         findings = {}
         for group in by_module.values():
             index = group[0][0].function.index
-            ranges = node_ranges(index.module, {id(c.function.top) for c, _ in group})
+            functions = list({id(c.function): c.function for c, _ in group}.values())
+            ranges = function_ranges(index.module, index.source, functions)
             noqa = NoqaMap(index.source)
             for candidate, reached_from in group:
                 finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
                 if finding is not None:
-                    findings.setdefault((finding.path, finding.code, finding.line, finding.col), finding)
+                    kept = findings.setdefault((finding.path, finding.code, finding.line, finding.col), finding)
+                    if pairs is not None and kept is finding:
+                        pairs.append((finding, candidate))
         return sorted(findings.values(), key=Finding.sort_key)
 
     @staticmethod
@@ -187,6 +170,121 @@ def _message(candidate: Candidate, reached_from: tuple[str, ...]) -> str:
     return message
 
 
+# libcst's native parser recurses once per nesting level. Shapes CPython nests too (`1+1+...`,
+# `a.b.c...`, `f()()...`, `-(-(...))`, elif chains, lambdas) are refused by _beyond_parser_limits
+# when CPython refuses them; libcst parses what CPython accepts of those. The one shape CPython
+# keeps flat but libcst nests is a boolean chain: `a and a and ...` with 10,000 terms overflows
+# the 8 MB main-thread stack, which is a segfault, not an exception. A file with many `and`/`or`
+# is parsed in a thread with this much (virtual, lazily committed) stack, measured to hold
+# 100,000 levels; a fresh stack costs ~2 ms a parse, so other files are parsed where they are.
+PARSE_STACK_BYTES = 512 * 2**20
+DEEP_STACK_BOOLEAN_OPERATORS = 2_000  # more `and`/`or` than this in a file: the big stack
+MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
+_STACK_LOCK = threading.Lock()
+
+
+def parse_source(path: str, source: str) -> tuple[cst.Module | None, FileError | None]:
+    """libcst.parse_module that never crashes the process: (module, None) or (None, one-line error)."""
+    beyond = _beyond_parser_limits(path, source)
+    if beyond is not None:
+        return None, beyond
+    try:
+        if source.count(" and ") + source.count(" or ") > DEEP_STACK_BOOLEAN_OPERATORS:
+            return _parse_with_deep_stack(source), None
+        return cst.parse_module(source), None
+    except cst.ParserSyntaxError as exc:
+        return None, _syntax_error(path, source, exc)
+    except (RecursionError, MemoryError) as exc:
+        return None, FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)")
+    except BaseException as exc:  # a libcst bug (pyo3 panics are BaseExceptions)
+        if not _is_bug(exc):
+            raise
+        return None, FileError(path, 0, f"cannot parse: internal error in libcst: {_describe(exc)}")
+
+
+def _parse_with_deep_stack(source: str) -> cst.Module:
+    outcome: dict[str, object] = {}
+
+    def parse() -> None:
+        try:
+            outcome["module"] = cst.parse_module(source)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = None
+    with _STACK_LOCK:
+        try:
+            previous = threading.stack_size(PARSE_STACK_BYTES)
+        except (ValueError, RuntimeError):  # platform without settable stacks
+            previous = None
+        if previous is not None:
+            try:
+                thread = threading.Thread(target=parse, name="tcl-parse", daemon=True)
+                thread.start()
+            except RuntimeError:  # no memory for the stack: parse here, as before
+                thread = None
+            finally:
+                threading.stack_size(previous)
+    if thread is None:
+        return cst.parse_module(source)
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["module"]  # type: ignore[return-value]
+
+
+def _beyond_parser_limits(path: str, source: str) -> FileError | None:
+    """Input CPython itself refuses as too deep, found by its C parser (about 1/14 of a libcst
+    parse). libcst's native parser would recurse on it until the C stack overflows -- a
+    segfault, not an exception -- or run for minutes (`1+1+...` with 10,000 terms)."""
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST)
+    except RecursionError:
+        return FileError(path, 0, "cannot parse: expressions nested too deeply (Python cannot compile this file either)")
+    except MemoryError:
+        return FileError(path, 0, "cannot parse: file too large to parse")
+    except SyntaxError as exc:
+        # "too many nested parentheses", "too many levels of indentation"; other syntax errors
+        # (or syntax newer than this Python) are left to libcst.
+        if (exc.msg or "").startswith("too many"):
+            return FileError(path, exc.lineno or 0, f"cannot parse: {exc.msg}")
+    except Exception:  # ValueError (NUL bytes) and the like: libcst decides
+        pass
+    if source.count(" and ") + source.count(" or ") > MAX_BOOLEAN_OPERATORS:
+        return FileError(path, 0, f"cannot parse: more than {MAX_BOOLEAN_OPERATORS:,} `and`/`or` operators (too large for libcst's parser)")
+    return None
+
+
+def _is_bug(exc: BaseException) -> bool:
+    """An exception that is a defect to report, not a request to stop (Ctrl-C, a timeout)."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _internal_error(path: str, module: cst.Module, exc: BaseException) -> FileError:
+    """`path:line: internal error in TCLxxx (rule-name): ExcType: message`; the walker tags an
+    exception raised in a rule hook with the rule and the node it was visiting."""
+    rule = getattr(exc, "tcl_rule", None)
+    node = getattr(exc, "tcl_node", None)
+    line = 0
+    if node is not None:
+        try:
+            from .positions import node_ranges
+
+            where = node_ranges(module, {id(stmt) for stmt in module.body}).get(node)
+            line = where.start.line if where is not None else 0  # 0: in another file's helper
+        except Exception:
+            line = 0
+    name = f" in {rule.code} ({rule.name})" if rule is not None else ""
+    return FileError(path, line, f"internal error{name}: {_describe(exc)}")
+
+
 def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> FileError:
     """Python's own message when it has one ("'(' was never closed"), else libcst's."""
     try:
@@ -221,6 +319,7 @@ class FileAnalysis:
         # callee id -> caller id -> call sites (positional kinds, keyword kinds)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.callers: dict[int, set[int]] = defaultdict(set)
+        self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
@@ -272,6 +371,18 @@ class FileAnalysis:
         return None
 
     def resolve_call(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        key = (id(call), id(caller))
+        if key not in self.resolved:  # rules and the walker ask about the same call
+            self.resolved[key] = self._resolve_uncached(call, caller)
+        return self.resolved[key]
+
+    def resolve_property(self, node: cst.Attribute, caller: FunctionInfo) -> FunctionInfo | None:
+        if caller.owner is None:
+            return None
+        getter = self.method_of(caller.owner, node.attr.value)
+        return getter if getter is not None and getter.is_property else None
+
+    def _resolve_uncached(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
         callee = self._resolve(call, caller)
         if callee is None or callee.index is caller.index or callee.index is self.index:
             return callee
@@ -353,7 +464,7 @@ class FileAnalysis:
             previous = self.results.get(key)
             result = self._walk(function)
             self.results[key] = result
-            if previous is None or previous.returns != result.returns:
+            if previous is None or (previous.returns, previous.tuple_returns) != (result.returns, result.tuple_returns):
                 queue.extend(self.functions[c] for c in self.callers[key] if self.functions[c] not in queue)
             for callee in self._record_calls(function, result):
                 if callee not in queue:
@@ -371,8 +482,15 @@ class FileAnalysis:
             self._return_kind,
             self.analyzer.version,
             is_entry=id(function) in self.entries,
+            plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
+            tuple_returns=self._tuple_returns,
+            resolve_property=lambda node: self.resolve_property(node, function),
         )
         return walker.run()
+
+    def _tuple_returns(self, function: FunctionInfo):
+        result = self.results.get(id(function))
+        return result.tuple_returns if result is not None else None
 
     def _return_kind(self, function: FunctionInfo) -> Kind:
         result = self.results.get(id(function))

@@ -29,6 +29,7 @@ TORCH_OBJECT_NAMESPACES = (
     "torch.library.", "torch._C.", "torch.fx.", "torch.export.", "torch.overrides.",
 )
 SELF = "self"
+MAPPING_METHODS = frozenset({"items", "keys", "values", "get", "pop", "setdefault", "update", "append", "extend", "copy_from"})
 
 
 class KindEvaluator:
@@ -85,7 +86,9 @@ class KindEvaluator:
             return self.self_attribute(attr)
         base = self(node.value)
         if is_tensor(base):
-            return Kind.META if attr in META_ATTRIBUTES else Kind.TENSOR
+            if attr in META_ATTRIBUTES or attr.startswith(("is_", "has_")):
+                return Kind.META
+            return Kind.TENSOR
         if base == Kind.MODULE:
             if attr == "training":
                 return Kind.META
@@ -235,8 +238,8 @@ class KindEvaluator:
                 return Kind.SCALAR
             if method in BOOL_METHODS or method in ("any", "all"):
                 return Kind.BOOL_TENSOR
-            if method in ("numpy", "backward", "register_hook", "__len__", "data_ptr"):
-                return Kind.UNKNOWN
+            if method in ("numpy", "backward", "register_hook", "__len__", "data_ptr") or method in MAPPING_METHODS:
+                return Kind.UNKNOWN  # `.items()`/`.get()`: a model output or dict, not a tensor
             return Kind.TENSOR
         if receiver == Kind.MODULE:
             if method in ("forward", "__call__"):

@@ -39,6 +39,10 @@ class FunctionInfo:
         return any(d in COMPILE_NAMES for d in self.decorators)
 
     @property
+    def is_property(self) -> bool:
+        return any(d.rsplit(".", 1)[-1] in ("property", "cached_property") for d in self.decorators)
+
+    @property
     def is_staticmethod(self) -> bool:
         return "builtins.staticmethod" in self.decorators or "staticmethod" in self.decorators
 
@@ -171,7 +175,10 @@ def _index_class(node: cst.ClassDef, top: cst.CSTNode, index: ModuleIndex) -> No
     index.classes[info.name] = info
     for stmt in node.body.body:
         if isinstance(stmt, cst.FunctionDef):
-            method = FunctionInfo(stmt.name.value, stmt, top, info, decorator_names(stmt, index.imports))
+            decorators = decorator_names(stmt, index.imports)
+            if any(d.endswith((".setter", ".deleter")) for d in decorators):
+                continue  # keep the property's getter: that is what reading the attribute runs
+            method = FunctionInfo(stmt.name.value, stmt, top, info, decorators)
             info.methods[method.name] = method
 
 

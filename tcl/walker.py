@@ -23,6 +23,9 @@ COMPILING_TRUE = frozenset({
     "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
     "torch._dynamo.is_compiling", "torch._utils.is_compiling",
 })
+# Library helpers that wrap those checks (transformers' is_torchdynamo_compiling() and
+# is_tracing(x), accelerate's, ...): matched by their last name.
+COMPILING_TRUE_HELPERS = frozenset({"is_torchdynamo_compiling", "is_compiling", "is_tracing", "is_dynamo_compiling"})
 COMPILING_FALSE = frozenset({
     "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.compiler.is_exporting",
     "torch._C._get_tracing_state",
@@ -51,6 +54,9 @@ class Candidate:
 class FunctionResult:
     candidates: list[Candidate] = field(default_factory=list)
     returns: Kind | None = None
+    # When every `return` gives a tuple of one length: the kind of each element, joined.
+    tuple_returns: tuple[Kind, ...] | None = None
+    returns_other: bool = False  # some `return` is not such a tuple
     # callee -> kinds of the positional arguments at each call site (self excluded)
     calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind]]] = field(default_factory=list)
 
@@ -60,12 +66,14 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = static_truth(test.expression, index)
         return None if inner is None else not inner
-    if isinstance(test, cst.Call) and not test.args:
-        name = index.qualify(test.func)
-        if name in COMPILING_TRUE:
+    if isinstance(test, cst.Call):
+        name = index.qualify(test.func) or ""
+        if name in COMPILING_TRUE and not test.args:
             return True
-        if name in COMPILING_FALSE:
+        if name in COMPILING_FALSE and not test.args:
             return False
+        if name.rsplit(".", 1)[-1] in COMPILING_TRUE_HELPERS and not name.startswith("torch."):
+            return True
     if isinstance(test, cst.Name) and test.value == "TYPE_CHECKING":
         return False
     if isinstance(test, cst.BooleanOperation):
@@ -95,7 +103,11 @@ class FunctionWalker(cst.CSTVisitor):
         version: tuple[int, int],
         is_entry: bool = False,
         plans: dict | None = None,
+        tuple_returns=lambda function: None,
+        resolve_property=lambda node: None,
     ) -> None:
+        self.tuple_returns = tuple_returns
+        self.resolve_property = resolve_property
         self.function = function
         self.is_entry = is_entry  # torch.compile calls it directly: arguments come from outside
         self.parameters = {p.name.value for p in _all_params(function.node.params)}
@@ -133,6 +145,11 @@ class FunctionWalker(cst.CSTVisitor):
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return self.data_dependent(test.expression)
         if isinstance(test, cst.BooleanOperation):
+            # Short-circuit on what is decided under compile: `not is_tracing(x) and t.any()`.
+            left = static_truth(test.left, self.index)
+            if left is not None:
+                stops = left is False if isinstance(test.operator, cst.And) else left is True
+                return False if stops else self.data_dependent(test.right)
             return self.data_dependent(test.left) or self.data_dependent(test.right)
         return is_tensor(self.kind(test))
 
@@ -198,7 +215,7 @@ class FunctionWalker(cst.CSTVisitor):
 
     # Amplifiers: a break in these makes Dynamo skip the whole frame.
     def visit_For(self, node: cst.For) -> None:
-        self._bind_target(node.target, self._element_kind(node.iter))
+        self._bind_loop_target(node.target, node.iter)
         self.amplifiers.append("for loop")
 
     def leave_For(self, original_node: cst.For) -> None:
@@ -230,7 +247,23 @@ class FunctionWalker(cst.CSTVisitor):
         self.amplifiers.pop()
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._bind_target(node.target, self._element_kind(node.iter))
+        self._bind_loop_target(node.target, node.iter)
+
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for a, b in zip(xs, ys)` / `for i, x in enumerate(xs)`: bind element by element."""
+        if isinstance(iterable, cst.Call) and isinstance(target, (cst.Tuple, cst.List)):
+            name = self.qualname(iterable.func)
+            args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+            elements = [e.value for e in target.elements]
+            if name == "builtins.zip" and len(args) == len(elements):
+                for element, arg in zip(elements, args):
+                    self._bind_target(element, self._element_kind(arg))
+                return
+            if name == "builtins.enumerate" and len(elements) == 2 and args:
+                self._bind_target(elements[0], Kind.META)
+                self._bind_target(elements[1], self._element_kind(args[0]))
+                return
+        self._bind_target(target, self._element_kind(iterable))
 
     # Environment updates.
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -260,11 +293,28 @@ class FunctionWalker(cst.CSTVisitor):
             return
         if self._inside_nested_function():
             return
-        kind = self.kind(original_node.value) if original_node.value is not None else Kind.META
-        if isinstance(original_node.value, cst.Tuple):
-            elements = [self.kind(el.value) for el in original_node.value.elements]
+        value = original_node.value
+        kind = self.kind(value) if value is not None else Kind.META
+        result = self.result
+        if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            elements = tuple(self.kind(el.value) for el in value.elements)
             kind = Kind.TENSOR if any(is_tensor(k) for k in elements) else kind
-        self.result.returns = kind if self.result.returns is None else join(self.result.returns, kind)
+            if result.tuple_returns is None and not result.returns_other:
+                result.tuple_returns = elements
+            elif result.tuple_returns is not None and len(result.tuple_returns) == len(elements):
+                result.tuple_returns = tuple(join(a, b) for a, b in zip(result.tuple_returns, elements))
+            else:
+                result.tuple_returns, result.returns_other = None, True
+        elif not (isinstance(value, cst.Name) and value.value == "None"):
+            result.tuple_returns, result.returns_other = None, True
+        result.returns = kind if result.returns is None else join(result.returns, kind)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # Reading `self.loss_function` runs the property's getter: a call Dynamo traces.
+        if isinstance(node.value, cst.Name) and node.value.value == SELF:
+            getter = self.resolve_property(node)
+            if getter is not None:
+                self.result.calls.append((getter, [], {}))
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
@@ -299,15 +349,27 @@ class FunctionWalker(cst.CSTVisitor):
             values = None
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 values = [el.value for el in value.elements]
+            returned = self._returned_elements(value, len(elements))
             for i, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
                     element = element.value
-                element_kind = self.kind(values[i]) if values else kind
+                    returned = None
+                element_kind = self.kind(values[i]) if values else (returned[i] if returned else kind)
                 if element_kind == Kind.BOOL_TENSOR and values is None:
                     element_kind = Kind.TENSOR
                 self._bind_target(element, element_kind)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, kind)
+
+    def _returned_elements(self, value, count: int) -> tuple[Kind, ...] | None:
+        """`a, b = helper(x)`: the kinds of the tuple the helper returns, element by element."""
+        if not isinstance(value, cst.Call):
+            return None
+        callee = self.resolve_call(value)
+        if callee is None:
+            return None
+        elements = self.tuple_returns(callee)
+        return elements if elements is not None and len(elements) == count else None
 
     def _element_kind(self, iterable: cst.BaseExpression) -> Kind:
         if isinstance(iterable, cst.Call):
@@ -395,14 +457,40 @@ def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
     return kinds
 
 
+# Parameter names that by near-universal convention carry flags, counts and options, not tensors
+# (`output_attentions=None`, `use_cache`, `return_dict`, `num_heads`, `layer_idx`, ...).
+FLAG_PREFIXES = (
+    "output_", "return_", "use_", "is_", "has_", "do_", "enable_", "disable_", "num_", "n_",
+    "max_", "min_", "apply_", "skip_", "should_", "with_", "interpolate_", "keep_", "need_",
+    "add_", "allow_", "force_", "run_",
+)
+FLAG_SUFFIXES = ("_idx", "_len", "_length", "_size", "_dim", "_mode", "_type", "_flag", "_only", "_kwargs", "_name")
+FLAG_NAMES = frozenset({
+    "training", "train", "dim", "deterministic", "inplace", "mode", "verbose", "debug", "eps",
+    "causal", "is_causal", "dropout", "p", "kwargs", "config", "step", "epoch",
+})
+# Cache objects (transformers' Cache, tuples of past keys/values): not tensor data themselves.
+OBJECT_NAMES = frozenset({"past_key_values", "past_key_value", "layer_past", "cache", "kv_cache", "past"})
+
+
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
+    name = param.name.value
+    if param.default is not None and constant_kind(param.default) and not (
+        isinstance(param.default, cst.Name) and param.default.value == "None"
+    ):
+        return Kind.META  # `flag=False`, `dim=-1`: a Python constant whatever the annotation says
     annotated = annotation_kind(param.annotation)
     if annotated is not None and annotated != Kind.UNKNOWN:
         return annotated
+    if default_kind == Kind.TENSOR:
+        if name in OBJECT_NAMES:
+            return Kind.UNKNOWN
+        if name in FLAG_NAMES or name.startswith(FLAG_PREFIXES) or name.endswith(FLAG_SUFFIXES):
+            return Kind.META
     if param.default is not None:
         if isinstance(param.default, cst.Name) and param.default.value == "None":
             return default_kind
-        return Kind.META if constant_kind(param.default) else Kind.UNKNOWN
+        return Kind.UNKNOWN
     return default_kind if annotated is None else Kind.UNKNOWN
 
 

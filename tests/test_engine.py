@@ -281,3 +281,106 @@ def test_calls_are_followed_across_files(tmp_path):
         "pkg/utils.py:2:12: TCL402 formatting a tensor into a string breaks the graph where the string is used"
         " (in describe, reached from Block.forward, Model.forward) [GB0088]",
     ], result.stdout + result.stderr
+
+
+def test_tuple_returns_are_typed_element_wise():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        def prepare(x, mask):
+            early_exit = mask is None
+            return early_exit, x * 2, x.shape[0]
+
+        class Net(nn.Module):
+            def forward(self, x, mask=None):
+                early, y, n = prepare(x, mask)
+                if early or n > 2:
+                    return y
+                if y.sum() > 0:
+                    return y
+                return x
+    ''') == [("TCL201", 14)]
+
+
+def test_library_compiling_helpers_decide_branches():
+    assert findings('''
+        import torch
+        from transformers.utils import is_torchdynamo_compiling
+        from transformers.utils.generic import is_tracing
+
+        @torch.compile
+        def f(x):
+            if not is_torchdynamo_compiling():
+                print(x)
+            if not is_tracing(x) and (x == 0).all():
+                return x
+            return x + 1
+    ''') == []
+
+
+def test_flag_parameters_and_mapping_methods_are_not_data():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x, attention_mask=None, output_attentions=None, use_cache=None,
+                        return_dict=None, past_key_values=None, layer_idx=None, num_hashes=None):
+                if output_attentions or use_cache:
+                    x = x * 2
+                if not return_dict and num_hashes > 1 and layer_idx is not None:
+                    x = x + 1
+                updated = past_key_values.is_updated.get(layer_idx) if past_key_values is not None else False
+                if use_cache and updated:
+                    x = x - 1
+                outputs = {"x": x}
+                kept = {k: v for k, v in outputs.items() if k != "aux"}
+                if attention_mask.sum() > 0:
+                    x = x * attention_mask
+                return x, kept
+    ''') == [("TCL201", 17)]
+
+
+def test_zip_and_enumerate_bind_element_kinds():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Expand(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4)])
+
+            def forward(self, embeddings, durations):
+                out = []
+                for i, layer in enumerate(self.layers):
+                    if i > 0:
+                        embeddings = layer(embeddings)
+                for emb, dur in zip(embeddings, durations):
+                    out.append(torch.repeat_interleave(emb, dur, dim=0))
+                return out
+    ''') == [("TCL301", 16)]
+
+
+def test_property_getters_are_traced_and_setters_do_not_hide_them():
+    assert findings('''
+        import logging
+        import torch
+        from torch import nn
+
+        logger = logging.getLogger(__name__)
+
+        class Model(nn.Module):
+            @property
+            def loss_function(self):
+                logger.warning("falling back to the default loss")
+                return torch.nn.functional.mse_loss
+
+            @loss_function.setter
+            def loss_function(self, value):
+                self._loss = value
+
+            def forward(self, x):
+                return self.loss_function(x, x)
+    ''') == [("TCL104", 11)]

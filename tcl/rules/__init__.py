@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from .base import Example, Rule
 from .data_dependent import (
-    DataDependentBranch, ItemCall, ScalarConversion, TensorAssertWithMessage, TolistCall,
+    DataDependentBranch, ItemCall, ScalarConversion, TensorAsSize, TensorAssertWithMessage,
+    TolistCall,
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .recompiles import ModuleIntCounter, RangeOverIntArgument
 from .side_effects import (
-    DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, OpenCall, PrintCall, SkippedCall,
-    WarningsWarn,
+    DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
+    SkippedCall, WarningsWarn,
 )
 from .unsupported import (
     AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, InferenceModeQuery,
@@ -20,9 +21,9 @@ from .unsupported import (
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     [
         PrintCall, DebuggerCall, OpenCall, LoggingCall, WarningsWarn, SkippedCall,
-        ExplicitGraphBreak, DisabledCall,
+        ExplicitGraphBreak, DisabledCall, NumpyRandom,
         DataDependentBranch, TensorAssertWithMessage, ItemCall, ScalarConversion, TolistCall,
-        DynamicOutputShape, OneHotWithoutNumClasses,
+        TensorAsSize, DynamicOutputShape, OneHotWithoutNumClasses,
         TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
         DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
         ModuleIntCounter, RangeOverIntArgument,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
+from ..fixes.asserts import fix_assert_message
+from ..fixes.branches import fix_branch, fix_scalar_test
 from .base import DEFAULT_MODE, Example, Rule
 
 TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
@@ -16,6 +18,7 @@ TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
 
 class DataDependentBranch(Rule):
     code = "TCL201"
+    fixer = staticmethod(fix_branch)
     name = "data-dependent-branch"
     message = "Python branch on tensor data ({construct}) breaks the graph"
     fix = (
@@ -157,6 +160,7 @@ def _in_test_position(ctx) -> bool:
 
 class TensorAssertWithMessage(Rule):
     code = "TCL202"
+    fixer = staticmethod(fix_assert_message)
     name = "assert-on-tensor-with-message"
     message = "assert on tensor data with a non-constant message breaks the graph"
     fix = "use torch._check(cond, lambda: 'message'), or keep the assert with a constant string message"
@@ -195,6 +199,7 @@ def fn(x):
 
 class ItemCall(Rule):
     code = "TCL203"
+    fixer = staticmethod(fix_scalar_test)
     name = "tensor-item"
     message = ".item() reads tensor data into Python and breaks the graph"
     fix = (
@@ -233,6 +238,7 @@ def fn(x):
 
 class ScalarConversion(Rule):
     code = "TCL204"
+    fixer = staticmethod(fix_scalar_test)
     name = "tensor-to-python-scalar"
     message = "{name}() of a tensor reads its data into Python and breaks the graph"
     fix = "keep it a tensor (t.to(dtype) / comparisons on tensors), or set torch._dynamo.config.capture_scalar_outputs = True"
@@ -306,3 +312,84 @@ def fn(x):
         if isinstance(func, cst.Attribute) and func.attr.value == "tolist" and not node.args:
             if ctx.kind(func.value) not in (Kind.META, Kind.SCALAR, Kind.MODULE):
                 ctx.report(self, node)
+
+
+SIZE_FUNCTIONS = frozenset({
+    "torch.arange", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand",
+    "torch.randn", "torch.randint", "torch.linspace", "torch.logspace", "torch.eye",
+    "torch.randperm", "torch.tril_indices", "torch.triu_indices",
+})
+
+
+class TensorAsSize(Rule):
+    code = "TCL206"
+    name = "tensor-as-python-size"
+    message = "tensor data used as {what}: Dynamo reads it into a Python int and breaks the graph"
+    fix = (
+        "derive sizes from shapes (x.shape[0]) rather than from tensor values, or set "
+        "torch._dynamo.config.capture_scalar_outputs = True; for masks, keep the full size and mask"
+    )
+    gb = (((2, 0), "GB0033"),)
+    alt_gb = ("GB0124",)
+    modes = frozenset({DEFAULT_MODE})
+    rationale = (
+        "Sizes, slice bounds and narrow() lengths must be Python ints while tracing. A tensor there "
+        "(`torch.arange(lengths.max())`, `x[:, :n]` with `n = mask.sum()`) is read out like "
+        ".item(), ending the graph in default mode."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[0]
+    steps = torch.arange(n)
+    return x[: n // 2] + steps[: n // 2, None]
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(lengths):
+    return torch.arange(lengths.max())  # BREAK
+''', args="torch.tensor([3, 1, 2])"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = (x > 0).sum()
+    return x[:n]  # BREAK
+'''),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func)
+        if name in SIZE_FUNCTIONS:
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value not in ("size", "end", "start", "steps", "n"):
+                    continue
+                values = [arg.value]
+                if isinstance(arg.value, (cst.Tuple, cst.List)):
+                    values = [el.value for el in arg.value.elements]
+                if any(is_tensor(ctx.kind(v)) for v in values):
+                    ctx.report(self, node, self.message.format(what=f"a size of {name}()"))
+                    return
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "narrow" and is_tensor(ctx.kind(func.value)):
+            bounds = [a.value for a in node.args[1:]]
+            if any(is_tensor(ctx.kind(b)) for b in bounds):
+                ctx.report(self, node, self.message.format(what="a narrow() bound"))
+
+    def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
+        if not is_tensor(ctx.kind(node.value)):
+            return
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
+                if any(is_tensor(ctx.kind(b)) for b in bounds):
+                    ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124")
+                    return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
+from ..fixes.one_hot import fix_one_hot
 from .base import DEFAULT_MODE, Example, Rule
 
 DYNAMIC_FUNCTIONS = frozenset({
@@ -123,6 +124,7 @@ def _is_store_target(node: cst.Subscript, ctx) -> bool:
 
 class OneHotWithoutNumClasses(Rule):
     code = "TCL302"
+    fixer = staticmethod(fix_one_hot)
     name = "one-hot-without-num-classes"
     message = "F.one_hot() without num_classes has a data-dependent shape and breaks the graph"
     fix = "pass num_classes=<the number of classes> explicitly"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..fixes.guards import guard_call, remove_debugger
 from .base import Example, Rule
 
 GUARD = "guard it with `if not torch.compiler.is_compiling():`"
@@ -11,6 +12,7 @@ GUARD = "guard it with `if not torch.compiler.is_compiling():`"
 
 class PrintCall(Rule):
     code = "TCL101"
+    fixer = staticmethod(guard_call)
     name = "print-in-compiled-region"
     message = "print() inside a compiled region breaks the graph"
     fix = f"{GUARD}, or list print in torch._dynamo.config.reorderable_logging_functions"
@@ -73,6 +75,7 @@ class Block(nn.Module):
 
 class DebuggerCall(Rule):
     code = "TCL102"
+    fixer = staticmethod(remove_debugger)
     name = "debugger-in-compiled-region"
     message = "a debugger call inside a compiled region breaks the graph"
     fix = "remove it, or run this code eagerly (torch.compiler.set_stance('force_eager')) while debugging"
@@ -149,6 +152,7 @@ LOG_METHODS = frozenset({
 
 class LoggingCall(Rule):
     code = "TCL104"
+    fixer = staticmethod(guard_call)
     name = "logging-in-compiled-region"
     message = "a logging call inside a compiled region breaks the graph"
     fix = (
@@ -210,6 +214,7 @@ def fn(x):
 
 class WarningsWarn(Rule):
     code = "TCL105"
+    fixer = staticmethod(guard_call)
     name = "warnings-in-compiled-region"
     message = "warnings.warn() inside a compiled region breaks the graph"
     fix = f"{GUARD}, warn once outside the compiled region, or list warnings.warn in torch._dynamo.config.reorderable_logging_functions"
@@ -390,3 +395,37 @@ def fn(x):
         func = node.func
         if isinstance(func, cst.Call) and ctx.qualname(func.func) in ("torch.compiler.disable", "torch._dynamo.disable"):
             ctx.report(self, node, "call through torch.compiler.disable(...) breaks the graph")
+
+
+class NumpyRandom(Rule):
+    code = "TCL109"
+    name = "numpy-random-in-compiled-region"
+    message = "{name}() draws from NumPy's global RNG, which Dynamo cannot trace; the graph breaks"
+    fix = "use torch's RNG (torch.rand, torch.randint, torch.randperm) on the right device"
+    gb = (((2, 0), "GB0033"),)
+    rationale = (
+        "Dynamo traces NumPy through torch, but not NumPy's global random state: np.random.* "
+        "calls end the graph (and raise under fullgraph=True)."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    keep = torch.rand(()) > 0.5
+    return torch.where(keep, x, -x)
+''')]
+    INVALID = [Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    p = np.random.uniform(0, 1)  # BREAK
+    return x * p
+''')]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        name = ctx.qualname(node.func) or ""
+        if name.startswith("numpy.random."):
+            ctx.report(self, node, self.message.format(name=name.replace("numpy.", "np.", 1)))

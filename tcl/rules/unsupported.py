@@ -146,7 +146,9 @@ def fn(x):
             kind = ctx.kind(value)
             # `copy.deepcopy(self.student)`: state held on a module is modules and tensors far
             # more often than plain Python data, even when its origin is out of sight.
-            on_self = kind == Kind.UNKNOWN and (dotted(value) or "").startswith("self.")
+            name = dotted(value) or ""
+            configuration = any(word in name.lower() for word in ("config", "cfg", "args", "opts", "options"))
+            on_self = kind == Kind.UNKNOWN and name.startswith("self.") and not configuration
             if kind in (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.MODULE) or on_self:
                 ctx.report(self, node)
 
@@ -218,7 +220,7 @@ class ParameterInForward(Rule):
     message = "{what} inside a compiled region breaks the graph"
     fix = "create parameters in __init__ and set requires_grad outside the compiled region"
     gb = (((2, 0), "GB0264"),)
-    alt_gb = ("GB8985",)
+    alt_gb = ("GB8985", "GB0206")
     rationale = "Creating parameters or flipping requires_grad changes autograd state Dynamo has already guarded on."
     VALID = [Example('''
 import torch
@@ -251,7 +253,22 @@ def fn(x):
     y.requires_grad_()  # BREAK
     return y
 '''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    y.requires_grad = True  # BREAK
+    return y
+'''),
     ]
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        for target in node.targets:
+            target = target.target
+            if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad" and is_tensor(ctx.kind(target.value)):
+                ctx.report(self, target, self.message.format(what="setting .requires_grad"), gb="GB0206")
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = ctx.qualname(node.func)
