@@ -1,0 +1,632 @@
+"""tcl's measured precision and recall on real model code (transformers, timm, torchvision).
+
+    python eval/run_eval.py [--models NAME,...] [--json out.json] [--jobs 2] [--timeout 240]
+                            [--results-dir DIR [--reuse]]
+
+1. Every model (eval/models.py: tiny configs, random weights, no downloads) runs in a
+   subprocess of its own (eval/worker.py) through tcl.oracle.probe: the eager run records
+   the executed lines of the library files, the default-mode compiled run records every
+   graph break with its innermost *library* frame (file:line) and GB id.
+2. `tcl check` (tcl.runner.run, default Config) analyses every library file that any model
+   executed.
+3. Recall: a break is found when a finding of the same file covers its line
+   (finding.line <= line <= finding.end_line + the rule's runtime_line_offset), any code.
+   Precision: over graph-break findings on executed lines; a finding is a true positive when
+   it covers a break.  Findings on lines no model executed, findings shadowed by a frame that
+   Dynamo already dropped to eager (a break inside a loop / with / try of the same function,
+   in the innermost frame or any caller frame of that break) and findings of non-graph-break
+   rules (recompile predictions) are counted apart, not in precision.
+
+Break sites are counted once per (file, line, GB id) over all models ("sites"); recall over
+per-model occurrences is printed as well.  See docs/accuracy.md for the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(1, ROOT)
+
+from models import DEFAULT, MODELS  # noqa: E402  (models.py imports only torch)
+
+RESUMABLE_CONTEXTS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "autocast")
+
+
+# ------------------------------------------------------------------------------------------
+# running the models
+
+
+def run_models(names, jobs, timeout, results_dir, reuse):
+    os.makedirs(results_dir, exist_ok=True)
+    env = dict(os.environ)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    if jobs > 1:
+        env.setdefault("TCL_EVAL_THREADS", "1")
+
+    def one(name):
+        out = os.path.join(results_dir, f"{name}.json")
+        log = os.path.join(results_dir, f"{name}.log")
+        if reuse and os.path.exists(out):
+            return name, _load(out), 0.0
+        if os.path.exists(out):
+            os.remove(out)
+        started = time.time()
+        with open(log, "w") as logf:
+            try:
+                proc = subprocess.run([sys.executable, os.path.join(HERE, "worker.py"), name, out],
+                                      stdout=logf, stderr=subprocess.STDOUT, timeout=timeout, env=env, cwd=ROOT)
+                rc = proc.returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+        wall = time.time() - started
+        if os.path.exists(out):
+            return name, _load(out), wall
+        with open(log, errors="replace") as f:
+            tail = f.read()[-1500:]
+        return name, {"name": name, "library": MODELS[name][0], "mode": MODELS[name][1],
+                      "worker_error": f"exit {rc}", "log_tail": tail}, wall
+
+    results = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for name, data, wall in pool.map(one, names):
+            data["wall_seconds"] = round(wall, 1)
+            results[name] = data
+            status = data.get("worker_error") or data.get("build_error") or (
+                f"{len(data.get('breaks', []))} breaks, {sum(map(len, data.get('executed', {}).values()))} lines")
+            print(f"  {name:26s} {wall:6.1f}s  {status}", file=sys.stderr, flush=True)
+    return results
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ------------------------------------------------------------------------------------------
+# source structure (stdlib ast): functions, loops / with / try
+
+
+class FileShape:
+    """Functions of one file with their line ranges, and each line's enclosing amplifiers."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, encoding="utf-8", errors="replace") as f:
+            self.text = f.read()
+        self.lines = self.text.splitlines()
+        self.functions = []  # (start, end, qualname, toplevel_qualname, node)
+        self.amplifiers = []  # (start, end, kind, function start)
+        try:
+            tree = ast.parse(self.text)
+        except SyntaxError:
+            return
+        self._visit(tree.body, [], None, None)
+
+    def _visit(self, body, names, top, func_start):
+        for node in body:
+            self._node(node, names, top, func_start)
+
+    def _node(self, node, names, top, func_start):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            qual = ".".join(names + [node.name])
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            self.functions.append((start, node.end_lineno, qual, top or qual, node))
+            self._visit(node.body, names + [node.name], top or qual, node.lineno)
+            return
+        if isinstance(node, ast.ClassDef):
+            self._visit(node.body, names + [node.name], top, func_start)
+            return
+        if func_start is not None:
+            kind = None
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                kind = "loop"
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                if not all(_resumable(item.context_expr) for item in node.items):
+                    kind = "with"
+            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                kind = "try"
+            if kind:
+                body_start = node.body[0].lineno if node.body else node.lineno
+                self.amplifiers.append((body_start, node.end_lineno, kind, func_start))
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self._node(child, names, top, func_start)
+
+    def function_at(self, line):
+        """Innermost function containing line: (start, end, qualname, toplevel) or None."""
+        best = None
+        for start, end, qual, top, _ in self.functions:
+            if start <= line <= end and (best is None or start >= best[0]):
+                best = (start, end, qual, top)
+        return best
+
+    def amplifier_at(self, line):
+        """'loop' / 'with' / 'try' when line sits inside one in its own function (not a nested def)."""
+        fn = self.function_at(line)
+        if fn is None:
+            return None
+        def_line = next(n.lineno for s, e, q, t, n in self.functions if (s, e, q) == fn[:3])
+        for start, end, kind, func_start in self.amplifiers:
+            if func_start == def_line and start <= line <= end:
+                return kind
+        return None
+
+    def source(self, line):
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+
+def _resumable(expr):
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    name = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", "")
+    return name in RESUMABLE_CONTEXTS
+
+
+# ------------------------------------------------------------------------------------------
+# tcl
+
+
+def run_tcl(files):
+    from tcl.config import Config
+    from tcl.runner import run
+
+    started = time.time()
+    result = run(sorted(files), Config())
+    elapsed = time.time() - started
+    analysed = {os.path.realpath(r.path) for r in result.reports}
+    if analysed != set(files):
+        print(f"warning: tcl analysed {len(analysed)} of {len(files)} files "
+              f"(missing: {sorted(set(files) - analysed)[:5]})", file=sys.stderr)
+    findings = defaultdict(list)
+    for f in result.findings:
+        findings[os.path.realpath(f.path)].append(f)
+    skipped = {os.path.realpath(r.path) for r in result.reports if r.skipped}
+    errors = {os.path.realpath(e.path): e.message for e in result.all_errors}
+    return findings, skipped, errors, elapsed
+
+
+def rule_info():
+    """code -> (category, runtime_line_offset, gb ids); from the rule registry, defensively."""
+    try:
+        from tcl.rules import ALL_RULES
+    except Exception:
+        return {}
+    out = {}
+    for rule in ALL_RULES:
+        try:
+            gbs = rule.gb_ids()
+        except Exception:
+            gbs = ()
+        out[rule.code] = (getattr(rule, "category", "graph-break"), getattr(rule, "runtime_line_offset", 0) or 0,
+                          tuple(gbs))
+    return out
+
+
+def tcl_reached(paths, all_files):
+    """path -> qualnames of the functions tcl's engine walks when it checks ``paths``.
+
+    Analysing a file can walk helpers of other checked files too, so the sets are keyed by the
+    helper's own file.  Uses Analyzer.check_source_with_nodes (the `tcl fix` entry point) and
+    the analysis' results; returns None if those internals changed shape.
+    """
+    try:
+        from tcl.config import Config
+        from tcl.engine import Analyzer
+        from tcl.files import package_of
+
+        try:
+            from tcl.project import scan
+
+            analyzer = Analyzer(Config(), scan(sorted(all_files)))
+        except ImportError:  # an engine without cross-file facts
+            analyzer = Analyzer(Config())
+        reached = defaultdict(set)
+        for path in sorted(paths):
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+            nodes = analyzer.check_source_with_nodes(source, path, package_of(path))
+            analysis = nodes.analysis
+            if analysis is None:
+                continue
+            for key in analysis.results:
+                function = analysis.functions[key]
+                index = getattr(function, "index", None)
+                where = os.path.realpath(getattr(index, "path", None) or path)
+                reached[where].add(function.qualname)
+        return reached
+    except Exception as exc:
+        print(f"warning: cannot read which functions tcl traces ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
+# ------------------------------------------------------------------------------------------
+# scoring
+
+
+def short(path, roots):
+    for root in roots:
+        parent = os.path.dirname(root)
+        if path.startswith(parent + os.sep):
+            return os.path.relpath(path, parent)
+    return path
+
+
+def covers(finding, line, offsets):
+    return finding.line <= line <= finding.end_line + offsets.get(finding.code, 0)
+
+
+def evaluate(results, names):
+    roots = sorted({r for data in results.values() for r in data.get("roots", {}).values()})
+    gb_classes = _load(os.path.join(HERE, "gb_classes.json"))["entries"]
+    rules = rule_info()
+    offsets = {code: info[1] for code, info in rules.items()}
+    rule_gbs = defaultdict(set)
+    for code, info in rules.items():
+        for gb in info[2]:
+            rule_gbs[gb].add(code)
+
+    # -- ground truth --------------------------------------------------------------------
+    executed = defaultdict(set)
+    sites = {}  # (path, line, gb) -> site
+    occurrences = []  # (model, site key)
+    models_ok, models_failed = [], []
+    for name in names:
+        data = results[name]
+        if "breaks" not in data:
+            models_failed.append((name, data.get("build_error") or data.get("worker_error")))
+            continue
+        models_ok.append(name)
+        for path, lines in data["executed"].items():
+            executed[path].update(lines)
+        for b in data["breaks"]:
+            key = (b["path"], b["line"], b["gb"])
+            site = sites.setdefault(key, {"path": b["path"], "line": b["line"], "gb": b["gb"],
+                                          "reason": b["reason"], "models": [], "stacks": []})
+            site["models"].append(name)
+            if b["stack"] and b["stack"] not in site["stacks"]:
+                site["stacks"].append(b["stack"])
+            occurrences.append((name, key))
+
+    # -- tcl -----------------------------------------------------------------------------
+    files = {p for p in executed if os.path.isfile(p)}
+    findings, skipped, errors, tcl_seconds = run_tcl(files)
+    shapes = {}
+
+    def shape(path):
+        if path not in shapes:
+            shapes[path] = FileShape(path)
+        return shapes[path]
+
+    # -- frames Dynamo dropped to eager ------------------------------------------------------
+    dropped = {}  # (path, function start) -> (break key, frame line, kind)
+    for key, site in sites.items():
+        frames = [fr for stack in site["stacks"] for fr in stack] or [[site["path"], site["line"], ""]]
+        for path, line, _ in frames:
+            if not os.path.isfile(path):
+                continue
+            kind = shape(path).amplifier_at(line)
+            fn = shape(path).function_at(line)
+            if kind and fn:
+                dropped.setdefault((path, fn[0]), (key, line, kind))
+
+    # -- recall ----------------------------------------------------------------------------
+    for key, site in sites.items():
+        path, line = site["path"], site["line"]
+        hits = [f for f in findings.get(path, []) if covers(f, line, offsets)]
+        site["found_by"] = sorted({f.code for f in hits})
+        site["static_class"] = gb_classes.get(site["gb"] or "", {}).get("cls", "?")
+    missed = [s for s in sites.values() if not s["found_by"]]
+    involved = {p for s in missed for p in [s["path"]] + [fr[0] for st in s["stacks"] for fr in st]}
+    reach = tcl_reached(involved & files, files) if missed else {}
+    for site in missed:
+        site["miss_reason"], site["miss_category"] = explain_miss(
+            site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots)
+
+    # -- precision ---------------------------------------------------------------------------
+    breaks_by_file = defaultdict(list)
+    for site in sites.values():
+        breaks_by_file[site["path"]].append(site)
+    stack_lines = defaultdict(set)  # caller-frame lines of breaks: (path) -> lines
+    for site in sites.values():
+        for stack in site["stacks"]:
+            for path, line, _ in stack[:-1]:
+                stack_lines[path].add(line)
+    scored = []
+    for path in sorted(findings):
+        ran = executed.get(path, set())
+        for f in findings[path]:
+            category, _, _ = rules.get(f.code, ("graph-break", 0, ()))
+            entry = {"path": f.path, "line": f.line, "end_line": f.end_line, "code": f.code, "gb": f.gb,
+                     "message": f.message, "source": shape(path).source(f.line)}
+            covered = [s for s in breaks_by_file.get(path, []) if covers(f, s["line"], offsets)]
+            if category != "graph-break":
+                entry["bucket"] = "other-category"
+            elif not any(line in ran for line in range(f.line, f.end_line + 1)):
+                entry["bucket"] = "not-executed"
+            elif covered:
+                entry["bucket"] = "TP"
+                entry["breaks"] = [f"{s['gb']}" for s in covered]
+            else:
+                fn = shape(path).function_at(f.line)
+                drop = dropped.get((path, fn[0])) if fn else None
+                if drop and drop[1] != f.line:
+                    entry["bucket"] = "shadowed"
+                    entry["shadowed_by"] = f"{short(drop[0][0], roots)}:{drop[0][1]} {drop[0][2]} (frame line {drop[1]}, inside a {drop[2]})"
+                else:
+                    entry["bucket"] = "FP"
+                    if any(line in stack_lines.get(path, ()) for line in range(f.line, f.end_line + 1)):
+                        entry["note"] = "line is a caller frame of a break reported deeper (in a callee)"
+            entry["function"] = (shape(path).function_at(f.line) or (0, 0, "<module>"))[2]
+            scored.append(entry)
+
+    return summarize(names, models_ok, models_failed, results, sites, occurrences, scored, files, skipped,
+                     errors, tcl_seconds, roots, shape, gb_classes)
+
+
+def explain_miss(site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots):
+    path, line, gb = site["path"], site["line"], site["gb"]
+    if path in errors:
+        return f"tcl could not analyse the file: {errors[path]}", "tcl error"
+    if path in skipped:
+        return "file skipped by tcl's prefilter", "file not analysed"
+    sh = shape(path)
+    fn = sh.function_at(line)
+    if fn is None:
+        return "break at module level", "module level"
+    stack = site["stacks"][0] if site["stacks"] else []
+    near = [f for f in findings.get(path, []) if fn[0] <= f.line <= fn[1] and abs(f.line - line) <= 3]
+    gb_type = gb_classes.get(gb or "", {}).get("gb_type") or site["reason"]
+    if reach is None:
+        return "tcl engine internals unavailable; no finding at this line", "unknown"
+    reached = reach.get(path, set())
+    # The innermost function and the run of same-file frames that leads to it.
+    run = []
+    for frame in reversed(stack):
+        if frame[0] != path:
+            break
+        run.insert(0, frame)
+    caller = stack[len(stack) - len(run) - 1] if stack and len(run) < len(stack) else None
+    top = fn[3]
+    if top not in reached:
+        unreached_idx = 0
+        for i, frame in enumerate(run):
+            f_fn = sh.function_at(frame[1])
+            if f_fn and f_fn[3] not in reached:
+                unreached_idx = i
+                break
+        if run and unreached_idx > 0:
+            prev = run[unreached_idx - 1]
+            return (f"{top}() is not traced by tcl: called at {short(path, roots)}:{prev[1]} "
+                    f"`{sh.source(prev[1])}` from {sh.function_at(prev[1])[3]}(), a call tcl does not "
+                    f"resolve", "same-file call not followed")
+        if fn[2] != fn[3] and "." not in fn[3]:  # a def nested in a module-level function
+            callee = f"{fn[3]}.<locals>.{fn[2].split('.')[-1]}"
+            via = f" (called from {short(caller[0], roots)}:{caller[1]} `{shape(caller[0]).source(caller[1])}`)" if caller else ""
+            return (f"{callee}() is a closure / decorator wrapper{via}; tcl does not trace wrappers that "
+                    f"decorators put around forward", "decorator wrapper / closure")
+        if caller is not None:
+            entry = (run[0] if run else [path, line, top])
+            entry_fn = sh.function_at(entry[1])
+            return (f"{entry_fn[3] if entry_fn else top}() in {short(path, roots)} is reached only from "
+                    f"another file: {short(caller[0], roots)}:{caller[1]} `{shape(caller[0]).source(caller[1])}` "
+                    f"in {caller[2]}(), and tcl does not follow that call into this file",
+                    "cross-file call")
+        return f"{top}() is not traced by tcl (not an entry point, no library caller frame recorded)", "not traced"
+    note = f"; finding {near[0].code} at line {near[0].line}" if near else ""
+    codes = sorted(rule_gbs.get(gb or "", ()))
+    if codes:
+        return (f"{top}() is traced; {'/'.join(codes)} covers {gb} ({gb_type}) but did not fire here{note}",
+                "rule exists, did not fire")
+    cls = gb_classes.get(gb or "", {}).get("cls", "?")
+    return f"{top}() is traced; no tcl rule for {gb} ({gb_type}; registry class {cls}){note}", f"no rule for {gb}"
+
+
+def summarize(names, models_ok, models_failed, results, sites, occurrences, scored, files, skipped, errors,
+              tcl_seconds, roots, shape, gb_classes):
+    site_list = sorted(sites.values(), key=lambda s: (s["path"], s["line"], s["gb"] or ""))
+    found = [s for s in site_list if s["found_by"]]
+    static = [s for s in site_list if s["static_class"] == "a"]
+    static_found = [s for s in static if s["found_by"]]
+    occ_found = sum(1 for _, key in occurrences if sites[key]["found_by"])
+    buckets = Counter(e["bucket"] for e in scored)
+    tp, fp = buckets["TP"], buckets["FP"]
+
+    per_rule = defaultdict(Counter)
+    for e in scored:
+        per_rule[e["code"]][e["bucket"]] += 1
+    per_gb = defaultdict(lambda: {"sites": 0, "hits": 0, "misses": 0, "occurrences": 0, "class": "?"})
+    for s in site_list:
+        row = per_gb[s["gb"] or "none"]
+        row["sites"] += 1
+        row["hits" if s["found_by"] else "misses"] += 1
+        row["occurrences"] += len(s["models"])
+        row["class"] = s["static_class"]
+        row["gb_type"] = gb_classes.get(s["gb"] or "", {}).get("gb_type") or s["reason"]
+
+    def pct(a, b):
+        return round(a / b, 3) if b else None
+
+    versions = dict(next((results[n]["versions"] for n in models_ok), {}))
+    try:
+        import tcl
+
+        versions["tcl"] = getattr(tcl, "__version__", "?")
+    except Exception:
+        pass
+    return {
+        "versions": versions,
+        "torchvision_stubbed": any(results[n].get("torchvision_stubbed") for n in models_ok),
+        "models": {n: {"library": results[n].get("library"), "mode": results[n].get("mode"),
+                       "breaks": len(results[n].get("breaks", [])),
+                       "executed_files": len(results[n].get("executed", {})),
+                       "executed_lines": sum(map(len, results[n].get("executed", {}).values())),
+                       "seconds": results[n].get("wall_seconds"),
+                       "eager_exception": results[n].get("exception"),
+                       "error": results[n].get("build_error") or results[n].get("worker_error")}
+                   for n in names},
+        "files_checked": len(files),
+        "files_skipped_by_tcl": len(skipped & files),
+        "tcl_errors": {short(p, roots): m for p, m in errors.items()},
+        "tcl_seconds": round(tcl_seconds, 1),
+        "overall": {
+            "break_sites": len(site_list), "found_sites": len(found), "recall": pct(len(found), len(site_list)),
+            "break_occurrences": len(occurrences), "found_occurrences": occ_found,
+            "recall_occurrences": pct(occ_found, len(occurrences)),
+            "static_sites": len(static), "static_found": len(static_found),
+            "recall_static": pct(len(static_found), len(static)),
+            "findings": len(scored), "executed_graph_break_findings": tp + fp + buckets["shadowed"],
+            "TP": tp, "FP": fp, "shadowed": buckets["shadowed"], "not_executed": buckets["not-executed"],
+            "other_category": buckets["other-category"], "precision": pct(tp, tp + fp),
+        },
+        "per_rule": {code: dict(c) for code, c in sorted(per_rule.items())},
+        "per_gb": dict(sorted(per_gb.items())),
+        "breaks": [{**{k: v for k, v in s.items() if k != "stacks"}, "path": short(s["path"], roots),
+                    "source": shape(s["path"]).source(s["line"]),
+                    "stack": [f"{short(p, roots)}:{ln} {fn}" for p, ln, fn in (s["stacks"][0] if s["stacks"] else [])]}
+                   for s in site_list],
+        "findings": [{**e, "path": short(os.path.realpath(e["path"]), roots)} for e in scored],
+        "failed_models": models_failed,
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# printing
+
+
+def table(rows, headers):
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    line = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
+    out = [line.format(*headers), line.format(*["-" * w for w in widths])]
+    out += [line.format(*[("" if x is None else x) for x in r]) for r in rows]
+    return "\n".join(out)
+
+
+def report(summary):
+    o = summary["overall"]
+    v = summary["versions"]
+    print("tcl accuracy on real model code")
+    print("versions: " + ", ".join(f"{k} {val}" for k, val in v.items())
+          + (" (torchvision native ops stubbed, see eval/tv_stub.py)" if summary["torchvision_stubbed"] else ""))
+    ok = [n for n, m in summary["models"].items() if not m["error"]]
+    print(f"models: {len(ok)} ran" + (f", {len(summary['failed_models'])} failed: "
+                                      + ", ".join(f"{n} ({e})" for n, e in summary["failed_models"])
+                                      if summary["failed_models"] else ""))
+    print(f"tcl: {summary['files_checked']} library files checked in {summary['tcl_seconds']}s, "
+          f"{summary['files_skipped_by_tcl']} skipped by its prefilter, {len(summary['tcl_errors'])} errors")
+    print()
+    print(table([
+        ["recall (break sites)", f"{o['found_sites']}/{o['break_sites']}", o["recall"]],
+        ["recall (per-model occurrences)", f"{o['found_occurrences']}/{o['break_occurrences']}", o["recall_occurrences"]],
+        ["recall (statically visible GB ids, class a)", f"{o['static_found']}/{o['static_sites']}", o["recall_static"]],
+        ["precision (executed graph-break findings)", f"{o['TP']}/{o['TP'] + o['FP']}", o["precision"]],
+    ], ["metric", "count", "value"]))
+    print(f"findings: {o['findings']} in executed files; TP {o['TP']}, FP {o['FP']}, shadowed {o['shadowed']}, "
+          f"on lines never executed {o['not_executed']}, non-graph-break rules {o['other_category']}")
+    print()
+    print("per model")
+    print(table([[n, m["library"], m["mode"], m["breaks"], m["executed_files"], m["seconds"], m["error"] or ""]
+                 for n, m in summary["models"].items()],
+                ["model", "library", "mode", "breaks", "files", "sec", "error"]))
+    print()
+    print("per rule (findings in executed files)")
+    cols = ["TP", "FP", "shadowed", "not-executed", "other-category"]
+    rows = []
+    for code, c in summary["per_rule"].items():
+        judged = c.get("TP", 0) + c.get("FP", 0)
+        rows.append([code] + [c.get(k, 0) for k in cols] + [round(c.get("TP", 0) / judged, 3) if judged else "-"])
+    print(table(rows, ["rule"] + cols + ["precision"]))
+    print()
+    print("per GB id (unique break sites)")
+    print(table([[gb, r["class"], r["sites"], r["hits"], r["misses"], r["occurrences"], r["gb_type"][:60]]
+                 for gb, r in summary["per_gb"].items()],
+                ["gb", "class", "sites", "hits", "misses", "occurrences", "gb_type"]))
+    print()
+    misses = [b for b in summary["breaks"] if not b["found_by"]]
+    print("misses by category (automatic; see docs/accuracy.md for the hand-grouped view)")
+    print(table([[cat, n] for cat, n in Counter(b["miss_category"] for b in misses).most_common()], ["category", "sites"]))
+    print()
+    print(f"misses ({len(misses)})")
+    for b in misses:
+        print(f"  {b['path']}:{b['line']} {b['gb']} [{b['miss_category']}] models={','.join(b['models'])}")
+        print(f"      | {b['source']}")
+        print(f"      why: {b['miss_reason']}")
+    print()
+    fps = [f for f in summary["findings"] if f["bucket"] == "FP"]
+    print(f"false positives ({len(fps)})")
+    for f in fps:
+        print(f"  {f['path']}:{f['line']} {f['code']} in {f['function']}()" + (f"  [{f['note']}]" if f.get("note") else ""))
+        print(f"      | {f['source']}")
+        print(f"      tcl: {f['message'].split(' (in ')[0][:160]}")
+    shadowed = [f for f in summary["findings"] if f["bucket"] == "shadowed"]
+    if shadowed:
+        print()
+        print(f"shadowed ({len(shadowed)}): executed, no break, but the frame was already dropped to eager")
+        for f in shadowed:
+            print(f"  {f['path']}:{f['line']} {f['code']}  | {f['source']}")
+            print(f"      by {f['shadowed_by']}")
+    hits = [b for b in summary["breaks"] if b["found_by"]]
+    print()
+    print(f"found breaks ({len(hits)})")
+    for b in hits:
+        print(f"  {b['path']}:{b['line']} {b['gb']} <- {','.join(b['found_by'])}  | {b['source']}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", help="comma-separated names (default: the 30 DEFAULT models); 'all' for every model")
+    parser.add_argument("--json", help="write the full result (every break, finding and bucket) here")
+    parser.add_argument("--jobs", type=int, default=2, help="models run in parallel (default 2)")
+    parser.add_argument("--timeout", type=int, default=240, help="seconds per model (default 240)")
+    parser.add_argument("--results-dir", help="keep each model's oracle output here (default: a temp dir)")
+    parser.add_argument("--reuse", action="store_true", help="with --results-dir: reuse outputs already there")
+    parser.add_argument("--list", action="store_true", help="list the models and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (lib, mode, _) in MODELS.items():
+            print(f"{name:28s} {lib:13s} {mode:5s} {'default' if name in DEFAULT else 'extra'}")
+        return 0
+    if args.models == "all":
+        names = list(MODELS)
+    elif args.models:
+        names = [n.strip() for n in args.models.split(",") if n.strip()]
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            parser.error(f"unknown models: {', '.join(unknown)} (see --list)")
+    else:
+        names = list(DEFAULT)
+    started = time.time()
+    tmp = None
+    results_dir = args.results_dir
+    if results_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="tcl_eval_")
+        results_dir = tmp.name
+    print(f"running {len(names)} models ({args.jobs} at a time)...", file=sys.stderr, flush=True)
+    results = run_models(names, args.jobs, args.timeout, results_dir, args.reuse)
+    summary = evaluate(results, names)
+    summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    summary["total_seconds"] = round(time.time() - started, 1)
+    report(summary)
+    print(f"\ntotal {summary['total_seconds']}s")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Runs one model through the compiler oracle and writes what it saw as JSON.
+
+    python eval/worker.py NAME OUT.json
+
+Started by run_eval.py in a subprocess of its own (a crash or hang costs one model only).
+The output holds the eager run's executed lines of the library files, every default-mode
+graph break (innermost library frame, GB id, reason) and, for each break, the chain of
+library frames above it as the graph_breaks log printed them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))  # the repository root: `tcl`
+
+LIBRARIES = ("transformers", "timm", "torchvision")
+_FRAME = re.compile(r'^\s*File "(.+?)", line (\d+), in (.+)$', re.MULTILINE)
+
+
+def library_roots() -> dict[str, str]:
+    import importlib
+
+    roots = {}
+    for name in LIBRARIES:
+        try:
+            roots[name] = os.path.dirname(os.path.realpath(importlib.import_module(name).__file__))
+        except Exception:  # a library that does not import is simply not user code
+            pass
+    return roots
+
+
+def library_files(roots) -> set[str]:
+    return {os.path.join(d, f) for root in roots.values() for d, _, fs in os.walk(root) for f in fs
+            if f.endswith(".py")}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for dist in ("torch", "transformers", "timm", "torchvision", "tokenizers", "huggingface-hub", "libcst"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def main(name: str, out_path: str) -> int:
+    import tv_stub
+
+    started = time.time()
+    stubbed = tv_stub.install()
+    import torch
+
+    if os.environ.get("TCL_EVAL_THREADS"):
+        torch.set_num_threads(int(os.environ["TCL_EVAL_THREADS"]))
+    import tcl.oracle as oracle
+    from models import MODELS
+
+    library, mode, builder = MODELS[name]
+    roots = library_roots()
+    user = library_files(roots)
+    user_norm = {os.path.normcase(os.path.realpath(p)) for p in user}
+    result = {"name": name, "library": library, "mode": mode, "versions": versions(),
+              "torchvision_stubbed": stubbed, "roots": roots}
+
+    # Keep the raw graph_breaks records: the oracle reduces each to its innermost user frame,
+    # the evaluation also wants the library frames above it (who called the breaking helper,
+    # and whether a caller's frame broke inside a loop / with / try).
+    records: list[str] = []
+    original_parse = oracle._parse_log
+
+    def keep_records(recs, user_files):
+        records.extend(recs)
+        return original_parse(recs, user_files)
+
+    oracle._parse_log = keep_records
+    try:
+        torch.manual_seed(0)
+        model, args, kwargs = builder()
+    except Exception as exc:
+        result["build_error"] = f"{type(exc).__name__}: {exc}"
+        result["traceback"] = traceback.format_exc()
+        _write(out_path, result)
+        return 0
+    build_s = time.time() - started
+    torch.manual_seed(0)
+    res = oracle.probe(model, args, kwargs, user_files=user, collect_lines=True, modes=("default",))
+    oracle._parse_log = original_parse
+
+    stacks = _stacks(records, user_norm)
+    result.update(
+        build_seconds=round(build_s, 2),
+        seconds=round(time.time() - started, 2),
+        exception=res.exception,
+        breaks=[{"path": os.path.realpath(b.path), "line": b.line, "gb": b.gb, "reason": b.reason,
+                 "stack": stacks.get((os.path.realpath(b.path), b.line, b.gb), [])} for b in res.breaks],
+        executed={os.path.realpath(p): sorted(lines) for p, lines in res.executed_lines.items()},
+    )
+    _write(out_path, result)
+    return 0
+
+
+def _stacks(records, user_norm):
+    """(innermost library path, line, gb) -> library frames outermost first, [path, line, function]."""
+    import tcl.oracle as oracle
+
+    out = {}
+    for text in records:
+        i = text.find("User code traceback:")
+        if i < 0:
+            continue
+        frames = [(os.path.realpath(f), int(n), fn.strip()) for f, n, fn in _FRAME.findall(text[i:])]
+        frames = [fr for fr in frames if os.path.normcase(fr[0]) in user_norm]
+        if not frames:
+            continue
+        key = (frames[-1][0], frames[-1][1], oracle.gb_id_of(text))
+        out.setdefault(key, [list(fr) for fr in frames])
+    return out
+
+
+def _write(path, data):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
