@@ -224,6 +224,13 @@ class KindEvaluator:
             if last in ("any", "all"):
                 return Kind.BOOL_TENSOR
             return Kind.TENSOR
+        if qualname.startswith("numpy."):
+            # Dynamo traces NumPy by turning arrays (and NumPy results of Python numbers) into
+            # tensors: `if np.sqrt(d) > 1` or a size from `np.prod(x.shape)` breaks the graph.
+            last = qualname.rsplit(".", 1)[-1]
+            if last in ("dtype", "finfo", "iinfo", "isscalar", "ndim", "shape") or last[:1].isupper():
+                return Kind.META
+            return Kind.TENSOR
         if qualname.startswith(("math.", "operator.")):
             return _all_meta_or_unknown([self(a.value) for a in node.args])
         return None

@@ -261,7 +261,7 @@ class FunctionWalker(cst.CSTVisitor):
                 return
             if name == "builtins.enumerate" and len(elements) == 2 and args:
                 self._bind_target(elements[0], Kind.META)
-                self._bind_target(elements[1], self._element_kind(args[0]))
+                self._bind_loop_target(elements[1], args[0])  # `for i, (a, b) in enumerate(zip(...))`
                 return
         self._bind_target(target, self._element_kind(iterable))
 
@@ -459,16 +459,20 @@ def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
 
 # Parameter names that by near-universal convention carry flags, counts and options, not tensors
 # (`output_attentions=None`, `use_cache`, `return_dict`, `num_heads`, `layer_idx`, ...).
-FLAG_PREFIXES = (
-    "output_", "return_", "use_", "is_", "has_", "do_", "enable_", "disable_", "num_", "n_",
-    "max_", "min_", "apply_", "skip_", "should_", "with_", "interpolate_", "keep_", "need_",
-    "add_", "allow_", "force_", "run_",
+# Verbs: a flag whatever follows (`output_hidden_states` is a bool, not hidden states).
+STRONG_FLAG_PREFIXES = (
+    "output_", "return_", "use_", "do_", "enable_", "disable_", "apply_", "skip_", "should_",
+    "with_", "interpolate_", "keep_", "need_", "add_", "allow_", "force_", "run_",
 )
+# Weaker: `is_causal` is a flag, `is_index_masked` is a mask (see TENSOR_WORDS).
+FLAG_PREFIXES = ("is_", "has_", "num_", "n_", "max_", "min_")
 FLAG_SUFFIXES = ("_idx", "_len", "_length", "_size", "_dim", "_mode", "_type", "_flag", "_only", "_kwargs", "_name")
 FLAG_NAMES = frozenset({
     "training", "train", "dim", "deterministic", "inplace", "mode", "verbose", "debug", "eps",
     "causal", "is_causal", "dropout", "p", "kwargs", "config", "step", "epoch",
 })
+# ... unless the name says it holds data: `is_index_global_attn`, `num_items_mask`.
+TENSOR_WORDS = ("mask", "index", "indices", "ids", "tensor", "states", "weights", "logits", "labels", "embeds")
 # Cache objects (transformers' Cache, tuples of past keys/values): not tensor data themselves.
 OBJECT_NAMES = frozenset({"past_key_values", "past_key_value", "layer_past", "cache", "kv_cache", "past"})
 
@@ -479,14 +483,16 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
         isinstance(param.default, cst.Name) and param.default.value == "None"
     ):
         return Kind.META  # `flag=False`, `dim=-1`: a Python constant whatever the annotation says
-    annotated = annotation_kind(param.annotation)
-    if annotated is not None and annotated != Kind.UNKNOWN:
-        return annotated
-    if default_kind == Kind.TENSOR:
+    if default_kind == Kind.TENSOR and name.startswith(STRONG_FLAG_PREFIXES):
+        return Kind.META
+    if default_kind == Kind.TENSOR and not any(word in name for word in TENSOR_WORDS):
         if name in OBJECT_NAMES:
             return Kind.UNKNOWN
         if name in FLAG_NAMES or name.startswith(FLAG_PREFIXES) or name.endswith(FLAG_SUFFIXES):
-            return Kind.META
+            return Kind.META  # before the annotation: `output_attentions: Tensor | None` exists
+    annotated = annotation_kind(param.annotation)
+    if annotated is not None and annotated != Kind.UNKNOWN:
+        return annotated
     if param.default is not None:
         if isinstance(param.default, cst.Name) and param.default.value == "None":
             return default_kind
@@ -513,10 +519,11 @@ def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dic
             else:
                 site_kind = _param_kind(param, default_kind=Kind.UNKNOWN) if param.default is not None else Kind.UNKNOWN
             seen = site_kind if seen is None else join(seen, site_kind)
-        annotated = annotation_kind(param.annotation)
-        if annotated is not None and annotated != Kind.UNKNOWN:
-            seen = annotated
-        kinds[name] = seen or Kind.UNKNOWN
+        if seen is None or seen == Kind.UNKNOWN:
+            # No evidence from the callers: what the signature promises (annotations are often
+            # wrong in practice, so they only fill gaps).
+            seen = _param_kind(param, default_kind=Kind.UNKNOWN)
+        kinds[name] = seen
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             kinds[star.name.value] = Kind.UNKNOWN

@@ -91,6 +91,17 @@ def fn(x):
     return x if x.max() > 1 else -x  # BREAK
 '''),
         Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    chunk = np.lcm(4, 6)  # NumPy values are traced as tensors
+    if x.shape[0] % chunk == 0:  # BREAK
+        x = x + 1
+    return x
+'''),
+        Example('''
 import torch
 
 @torch.compile
