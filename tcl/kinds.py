@@ -219,6 +219,8 @@ class KindEvaluator:
             return Kind.MODULE
         if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
             last = qualname.rsplit(".", 1)[-1]
+            if last.endswith("Tensor") and qualname.count(".") == 1:
+                return Kind.TENSOR  # torch.Tensor(...), torch.IntTensor([...]) build tensors
             if last[:1].isupper() or last.startswith("_"):
                 return Kind.UNKNOWN
             if last in ("any", "all"):
