@@ -1,0 +1,229 @@
+"""`tcl bench`: what fixing the findings buys. For each example, times eager, compiled as
+written, and compiled after `tcl fix` (applied to a temporary copy), with CUDA-synchronised
+timing, warm-up excluded and the first call (compilation) timed on its own.
+
+Imports and runs the user's code (like `tcl verify`); each file runs in a child process with a
+timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CHILD_TIMEOUT = 900
+
+
+def add_parser(commands) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="time eager vs compiled as written vs compiled after `tcl fix` (imports and RUNS the code)",
+        description="Times each example of files defining tcl_examples(): eager, torch.compile as "
+        "written, and torch.compile after `tcl fix --apply` on a temporary copy. Imports and runs "
+        "the code it benchmarks.",
+    )
+    bench.add_argument("paths", nargs="+", help="files defining tcl_examples()")
+    bench.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    bench.add_argument("--modes", default="default,reduce-overhead", help="torch.compile modes, comma-separated")
+    bench.add_argument("--backend", default="inductor")
+    bench.add_argument("--iters", type=int, default=50, help="timed calls per measurement")
+    bench.add_argument("--warmup", type=int, default=5)
+    bench.add_argument("--json", dest="json_out", help="write the results here")
+    bench.add_argument("--plot", help="write a PNG bar chart here (needs matplotlib)")
+
+
+def cmd_bench(args) -> int:
+    device = args.device
+    results = []
+    with tempfile.TemporaryDirectory(prefix="tcl_bench_") as tmp:
+        for path in args.paths:
+            fixed = os.path.join(tmp, os.path.basename(path))
+            shutil.copyfile(path, fixed)
+            fix = subprocess.run(
+                [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", fixed],
+                capture_output=True, text=True, timeout=300,
+            )
+            if fix.returncode == 2:
+                sys.stderr.write(f"{path}: tcl fix failed: {fix.stderr.strip()}\n")
+            command = [
+                sys.executable, "-m", "tcl.bench", "--child", path, fixed, device, args.modes,
+                args.backend, str(args.iters), str(args.warmup),
+            ]
+            start = time.perf_counter()
+            try:
+                child = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                sys.stderr.write(f"{path}: timed out after {CHILD_TIMEOUT} s\n")
+                continue
+            sys.stderr.write(f"{path}: {time.perf_counter() - start:.1f} s\n")
+            if child.returncode != 0:
+                tail = (child.stderr.strip().splitlines() or ["no output"])[-1]
+                sys.stderr.write(f"{path}: benchmark failed: {tail}\n")
+                continue
+            results.extend(json.loads(child.stdout))
+    print(format_table(results))
+    if args.json_out:
+        with open(args.json_out, "w") as handle:
+            json.dump(results, handle, indent=2)
+    if args.plot:
+        plot(results, args.plot)
+    return 0 if results else 1
+
+
+def format_table(results: list[dict]) -> str:
+    header = (
+        f"{'example':34} {'mode':16} {'eager ms':>9} {'as written':>11} {'after fix':>10} "
+        f"{'breaks':>7} {'recovered':>9} {'compile s':>10} {'same out':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        recovered = r["written_ms"] / r["fixed_ms"] if r["fixed_ms"] else float("nan")
+        lines.append(
+            f"{r['example']:34} {r['mode']:16} {r['eager_ms']:9.3f} {r['written_ms']:11.3f} "
+            f"{r['fixed_ms']:10.3f} {r['breaks_written']:>3}->{r['breaks_fixed']:<3} "
+            f"{recovered:8.2f}x {r['compile_fixed_s']:10.1f} {str(r['outputs_match']):>8}"
+        )
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.stderr.write("--plot needs matplotlib\n")
+        return
+    labels = [f"{r['example']}\n{r['mode']}" for r in results]
+    xs = range(len(results))
+    width = 0.27
+    fig, ax = plt.subplots(figsize=(max(8, len(results) * 1.2), 5))
+    ax.bar([x - width for x in xs], [r["eager_ms"] for r in results], width, label="eager")
+    ax.bar(list(xs), [r["written_ms"] for r in results], width, label="compiled as written")
+    ax.bar([x + width for x in xs], [r["fixed_ms"] for r in results], width, label="compiled after tcl fix")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("ms per call (lower is better)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+# -- the child: imports the user's code ------------------------------------------------------
+def _load(path: str, name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _to(value, device):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to(v, device) for k, v in value.items()}
+    return value
+
+
+def _examples(module, device):
+    import torch
+
+    make = getattr(module, "tcl_bench_examples", None) or module.tcl_examples
+    prepared = []
+    for target, args, kwargs in make():
+        if isinstance(target, torch.nn.Module):
+            target = target.to(device)
+        prepared.append((target, _to(tuple(args), device), _to(dict(kwargs or {}), device)))
+    return prepared
+
+
+def _time(fn, args, kwargs, iters, warmup, sync) -> float:
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    sync()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn(*args, **kwargs)
+    sync()
+    return (time.perf_counter() - start) / iters * 1000
+
+
+def _breaks(fn, args, kwargs) -> int:
+    """Default-mode breaks from the graph_breaks log (explain() misses frame skips)."""
+    from tcl.oracle import probe
+
+    return len(probe(fn, args, kwargs, modes=("default",)).breaks)
+
+
+def _same(a, b) -> bool:
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3, equal_nan=True)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b or not isinstance(a, (torch.Tensor, list, tuple, dict))
+
+
+def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    original = _load(path, "tcl_bench_original")
+    repaired = _load(fixed, "tcl_bench_fixed")
+    results = []
+    base = os.path.splitext(os.path.basename(path))[0]
+    for i, ((target, args, kwargs), (target_fixed, _, _)) in enumerate(
+        zip(_examples(original, device), _examples(repaired, device))
+    ):
+        if isinstance(target, torch.nn.Module) and isinstance(target_fixed, torch.nn.Module):
+            target_fixed.load_state_dict(target.state_dict())
+        name = f"{base}[{i}] {getattr(target, '__name__', type(target).__name__)}"
+        with torch.no_grad():
+            eager_out = target(*args, **kwargs)
+            eager_ms = _time(target, args, kwargs, iters, warmup, sync)
+            breaks_written = _breaks(target, args, kwargs)
+            breaks_fixed = _breaks(target_fixed, args, kwargs)
+            for mode in modes.split(","):
+                row = {"example": name, "mode": mode, "device": device, "eager_ms": eager_ms,
+                       "breaks_written": breaks_written, "breaks_fixed": breaks_fixed}
+                for label, fn in (("written", target), ("fixed", target_fixed)):
+                    torch._dynamo.reset()
+                    compiled = torch.compile(fn, backend=backend, mode=None if mode == "default" else mode)
+                    sync()
+                    start = time.perf_counter()
+                    out = compiled(*args, **kwargs)
+                    sync()
+                    row[f"compile_{label}_s"] = time.perf_counter() - start
+                    row[f"{label}_ms"] = _time(compiled, args, kwargs, iters, warmup, sync)
+                    if label == "fixed":
+                        row["outputs_match"] = bool(_same(eager_out, out))
+                results.append(row)
+    return results
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--child":
+    import contextlib
+
+    _, _, path, fixed, device, modes, backend, iters, warmup = sys.argv
+    with contextlib.redirect_stdout(sys.stderr):  # the user's prints must not mix with the JSON
+        rows = child(path, fixed, device, modes, backend, int(iters), int(warmup))
+    print(json.dumps(rows))
