@@ -13,8 +13,9 @@ from pathlib import Path
 
 from . import __version__, torch_version
 from .config import MODES, Config, ConfigError, find_pyproject, load, validate
-from .report import write_json, write_text
+from .report import write_github, write_json, write_sarif, write_text
 from .rules import ALL_RULES, BY_CODE
+from .verify import add_verify_parser, cmd_verify
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -35,8 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
     add_config_options(check)
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument(
+        "--format", choices=("text", "json", "sarif", "github"), default="text",
+        help="text (flake8-style), json, sarif (SARIF 2.1.0, for code scanning) or github (workflow annotations)",
+    )
     check.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    check.add_argument("--no-cache", action="store_true", help="analyse every file; neither read nor write .tcl_cache")
+    check.add_argument("--cache-dir", help="where to keep the cache (default: .tcl_cache/ beside pyproject.toml, else in cwd)")
+    check.add_argument(
+        "--file-timeout", type=float, default=20.0, metavar="SECONDS",
+        help="report a file whose analysis takes more CPU time as an error and go on (default: 20; 0: no limit)",
+    )
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
 
@@ -45,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = commands.add_parser("explain", help="explain one rule, with an example and its rewrite")
     explain.add_argument("code")
+
+    add_verify_parser(commands)  # `tcl verify` imports and runs the code: see tcl/verify.py
+    from .fixes.command import add_parser as add_fix_parser
+
+    add_fix_parser(commands, add_config_options)  # `tcl fix`: see tcl/fixes/
+    from .bench import add_parser as add_bench_parser
+
+    add_bench_parser(commands)  # `tcl bench` imports and runs the code: see tcl/bench.py
     return parser
 
 
@@ -92,14 +110,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     config = resolve_config(args, args.paths)
     root = str(config.source.parent) if config.source else "."
-    result = run(args.paths, config, jobs=args.jobs, root=root)
+    cache = None
+    if not args.no_cache:
+        from .cache import Cache, default_cache_dir
+
+        cache = Cache(args.cache_dir or default_cache_dir(config, args.paths))
+    result = run(args.paths, config, jobs=args.jobs, root=root, cache=cache, file_timeout=args.file_timeout or None)
     findings = sorted(result.findings, key=lambda f: f.sort_key())
     errors = result.all_errors
     target = torch_version.format_version(config.target_version())
-    if args.format == "json":
-        write_json(findings, errors, sys.stdout, target, config.mode)
+    if args.format in ("json", "sarif"):
+        if args.format == "json":
+            write_json(findings, errors, sys.stdout, target, config.mode)
+        else:
+            write_sarif(findings, errors, sys.stdout, target, config.mode)
         for error in errors:
             sys.stderr.write(f"{error}\n")
+    elif args.format == "github":
+        write_github(findings, errors, sys.stdout)
     else:
         write_text(findings, errors, sys.stdout, sys.stderr, args.statistics)
     if errors:
@@ -130,6 +158,18 @@ def rule_summary(rule) -> dict:
         "torch_versions": rule.versions or "all",
         "fix": rule.fix,
     }
+
+
+def cmd_fix(args: argparse.Namespace) -> int:
+    from .fixes.command import run_fix
+
+    return run_fix(args, resolve_config(args, args.paths))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import cmd_bench as run_bench
+
+    return run_bench(args)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -167,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_ERROR
-    handlers = {"check": cmd_check, "rules": cmd_rules, "explain": cmd_explain}
+    handlers = {"check": cmd_check, "rules": cmd_rules, "explain": cmd_explain, "verify": cmd_verify}
+    handlers["fix"] = cmd_fix
+    handlers["bench"] = cmd_bench
     try:
         return handlers[args.command](args)
     except ConfigError as exc:

@@ -21,7 +21,7 @@ from .rules import selected_rules
 from .walker import Candidate, FunctionResult, FunctionWalker, entry_param_kinds, helper_param_kinds
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
-PREFILTER_WORDS = ("torch", "forward", "compile")
+PREFILTER_WORDS = ("torch", "forward")  # `compile` alone would admit every re.compile() file
 MAX_ANALYSES_PER_FUNCTION = 6
 
 

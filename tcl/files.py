@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -58,6 +59,8 @@ def discover(paths: list[str], excluder: Excluder) -> Iterator[str | Problem]:
     for path in paths:
         if os.path.isdir(path):
             yield from _walk(path, excluder)
+        elif os.path.exists(path) and not os.path.isfile(path):
+            yield Problem(path, "not a regular file; skipped")  # a FIFO would block the read forever
         elif os.path.exists(path):
             yield path  # named explicitly: checked even if an exclude pattern matches
         else:
@@ -71,8 +74,10 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str | Problem]:
         directory = stack.pop()
         real = os.path.realpath(directory)
         if real in seen_dirs:
-            yield Problem(directory, "symlink loop, directory already visited; skipped")
-            continue
+            parent = os.path.realpath(os.path.dirname(directory))
+            if parent == real or parent.startswith(real.rstrip(os.sep) + os.sep):
+                yield Problem(directory, "symlink loop, directory already visited; skipped")
+            continue  # else: a second path to a directory already checked
         seen_dirs.add(real)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -90,8 +95,18 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str | Problem]:
                 if not excluder.excluded(path, True):
                     subdirs.append(path)
             elif entry.name.endswith((".py", ".pyi")) and not excluder.excluded(path, False):
-                yield path
+                if not _special(entry):
+                    yield path
         stack.extend(reversed(subdirs))
+
+
+def _special(entry: os.DirEntry) -> bool:
+    """A FIFO, socket or device named *.py: never source, and reading a FIFO blocks forever.
+    Dangling links and link loops are not special: reading them reports the problem."""
+    try:
+        return not stat.S_ISREG(entry.stat().st_mode)
+    except OSError:
+        return False
 
 
 class SourceError(Exception):

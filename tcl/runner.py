@@ -5,9 +5,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .config import Config
 from .engine import Analyzer, FileReport
@@ -18,12 +22,46 @@ from .project import ProjectScan, scan
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
 CHUNK = 8
+DEFAULT_FILE_TIMEOUT = 20.0  # CPU seconds; `tcl check --file-timeout`
+WORKER_CRASHED = "internal error: the analysis crashed its worker process (native crash or out of memory)"
+
+
+class AnalysisTimeout(BaseException):
+    """Raised by the timer signal in the process analysing a file. A BaseException, so that no
+    `except Exception` inside the analyzer swallows it."""
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise AnalysisTimeout after `seconds` of this process's CPU time (ITIMER_PROF: a loaded
+    machine does not make files time out). POSIX main thread only; elsewhere no limit. Native
+    code (libcst's parser) is interrupted when it returns to Python."""
+    if (
+        not seconds or seconds <= 0 or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise AnalysisTimeout()
+
+    previous = signal.signal(signal.SIGPROF, expired)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+        finally:
+            signal.signal(signal.SIGPROF, previous)
 
 
 @dataclass
 class RunResult:
     reports: list[FileReport] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
+    cached: int = 0  # reports taken from the cache
 
     @property
     def findings(self):
@@ -54,35 +92,70 @@ def _merge(first, second):
 _WORKER_ANALYZER: Analyzer | None = None
 
 
-def _init_worker(config: Config, project: ProjectScan) -> None:
-    global _WORKER_ANALYZER
+_WORKER_TIMEOUT: float | None = None
+
+
+def _init_worker(config: Config, project: ProjectScan, timeout: float | None = None) -> None:
+    global _WORKER_ANALYZER, _WORKER_TIMEOUT
     _WORKER_ANALYZER = Analyzer(config, project)
+    _WORKER_TIMEOUT = timeout
 
 
-def check_file(path: str, analyzer: Analyzer) -> FileReport:
+def check_file(path: str, analyzer: Analyzer, timeout: float | None = None) -> FileReport:
     try:
         source = read_source(path)
     except SourceError as exc:
         return FileReport(path, errors=[FileError(path, 0, str(exc))])
-    return check_text(source, path, analyzer)
+    return check_text(source, path, analyzer, timeout)
 
 
-def check_text(source: str, path: str, analyzer: Analyzer) -> FileReport:
+def _package(path: str) -> str:
+    return package_of(path) if os.path.exists(path) else ""
+
+
+def analyze_text(source: str, path: str, analyzer: Analyzer, timeout: float | None = None) -> FileReport:
+    """The engine's report for one file, before per-file ignores (what the cache stores)."""
     try:
-        report = analyzer.check_source(source, path, package_of(path) if os.path.exists(path) else "")
+        with time_limit(timeout):
+            return analyzer.check_source(source, path, _package(path))
+    except AnalysisTimeout:
+        return FileReport(path, errors=[FileError(path, 0, f"analysis timed out after {timeout:g} s")])
     except Exception as exc:  # an analyzer bug must not end the run
-        return FileReport(path, errors=[FileError(path, 0, f"internal error: {type(exc).__name__}: {exc}")])
-    if analyzer.config.per_file_ignores:
+        return FileReport(path, errors=[FileError(path, 0, _one_line(f"internal error: {type(exc).__name__}: {exc}"))])
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or text
+
+
+def check_text(source: str, path: str, analyzer: Analyzer, timeout: float | None = None) -> FileReport:
+    report = analyze_text(source, path, analyzer, timeout)
+    return _apply_ignores(report, analyzer.config)
+
+
+def _apply_ignores(report: FileReport, config: Config) -> FileReport:
+    if config.per_file_ignores:
         report.findings = [
             f for f in report.findings
-            if not any(f.code.startswith(c) for c in _per_file_ignores(f.path, analyzer.config))
+            if not any(f.code.startswith(c) for c in _per_file_ignores(f.path, config))
         ]
     return report
 
 
-def _worker_check(paths: list[str]) -> list[FileReport]:
+def _read_and_analyze(path: str, analyzer: Analyzer, timeout: float | None) -> tuple[FileReport, str | None]:
+    """(report before per-file ignores, content hash of what was analysed, None if unread)."""
+    from .cache import content_hash
+
+    try:
+        source = read_source(path)
+    except SourceError as exc:
+        return FileReport(path, errors=[FileError(path, 0, str(exc))]), None
+    return analyze_text(source, path, analyzer, timeout), content_hash(source)
+
+
+def _worker_check(paths: list[str]) -> list[tuple[str, FileReport, str | None]]:
     assert _WORKER_ANALYZER is not None
-    return [check_file(path, _WORKER_ANALYZER) for path in paths]
+    return [(path, *_read_and_analyze(path, _WORKER_ANALYZER, _WORKER_TIMEOUT)) for path in paths]
 
 
 def _per_file_ignores(path: str, config: Config) -> list[str]:
@@ -111,17 +184,153 @@ def _default_excludes() -> Iterable[str]:
     return DEFAULT_EXCLUDES
 
 
-def run(paths: list[str], config: Config, jobs: int | None = None, root: str = ".") -> RunResult:
+def run(
+    paths: list[str],
+    config: Config,
+    jobs: int | None = None,
+    root: str = ".",
+    cache=None,
+    file_timeout: float | None = None,
+) -> RunResult:
+    """Check every file under `paths`. `cache`: a tcl.cache.Cache (None: no cache);
+    `file_timeout`: seconds one file's analysis may take (None: no limit)."""
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
-    project = scan(files) if len(files) > 1 else ProjectScan()
     jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        analyzer = Analyzer(config, project)
-        result.reports = [check_file(path, analyzer) for path in files]
-        return result
-    chunks = [files[i:i + CHUNK] for i in range(0, len(files), CHUNK)]
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(config, project)) as pool:
-        for reports in pool.map(_worker_check, chunks):
-            result.reports.extend(reports)
+    hashes: dict[str, str | None] = {}
+    if cache is not None:
+        from .cache import content_hash
+
+        for path in files:
+            try:
+                hashes[path] = content_hash(read_source(path))
+            except SourceError:
+                hashes[path] = None
+        project = (
+            cache.scan([(p, hashes[p]) for p in files], lambda: scan(files)) if len(files) > 1 else ProjectScan()
+        )
+    else:
+        project = scan(files) if len(files) > 1 else ProjectScan()
+    analyzer = Analyzer(config, project)
+
+    raw: dict[str, FileReport] = {}
+    todo: list[str] = files
+    keys: dict[str, str] = {}
+    if cache is not None:
+        todo = _cached(files, analyzer, project, cache, hashes, keys, raw)
+    serial = jobs <= 1 or len(todo) < PARALLEL_THRESHOLD
+    if serial:
+        for path in todo:
+            raw[path], digest = _read_and_analyze(path, analyzer, file_timeout)
+            _store(cache, path, keys, raw[path], digest, hashes)
+    else:
+        for path, (report, digest) in _parallel(todo, config, project, jobs, file_timeout).items():
+            raw[path] = report
+            _store(cache, path, keys, report, digest, hashes)
+    result.reports = [_apply_ignores(raw[path], config) for path in files]
+    result.cached = cache.hits if cache is not None else 0
     return result
+
+
+def _cached(files, analyzer, project, cache, hashes, keys, raw) -> list[str]:
+    """Fill `raw` with stored reports; return the files that must be analysed."""
+    from .cache import content_hash, no_dependencies, project_fingerprint, settings_fingerprint
+
+    cache.open_bucket(settings_fingerprint(analyzer, project_fingerprint(project)))
+    hook = getattr(analyzer, "dependency_fingerprint", None)
+    if callable(hook):
+        cache.hook = hook
+
+    def file_hash(path: str) -> str | None:
+        if path not in hashes:
+            try:
+                hashes[path] = content_hash(read_source(path))
+            except SourceError:
+                hashes[path] = None
+        return hashes[path]
+
+    cache.file_hash = file_hash
+    needs_source = cache.hook is not no_dependencies
+    todo = []
+    for path in files:
+        if hashes.get(path) is None:
+            todo.append(path)  # unreadable: reported by the analysis step
+            continue
+        source = ""
+        if needs_source:  # only a dependency-fingerprint hook needs the text again
+            try:
+                source = read_source(path)
+            except SourceError:
+                todo.append(path)
+                continue
+        key = cache.key(path, _package(path), hashes[path], source)
+        report = cache.get(path, key, file_hash) if key else None
+        if report is None:
+            keys[path] = key
+            todo.append(path)
+        else:
+            raw[path] = report
+    return todo
+
+
+def _store(cache, path: str, keys: dict[str, str], report: FileReport, digest: str | None, hashes) -> None:
+    """Store a fresh report, unless the file changed between hashing and analysis."""
+    if cache is None or digest is None or not keys.get(path) or digest != hashes.get(path):
+        return
+    cache.put(path, keys[path], report, cache.file_hash)
+
+
+def _parallel(files: list[str], config: Config, project: ProjectScan, jobs: int, timeout: float | None):
+    """path -> (report, content hash), from worker processes. A worker that dies (a native crash,
+    the OOM killer) costs only the file that killed it: the unfinished files are re-run in one
+    worker, in order, to find that file, which is reported as an error; the rest go on."""
+    results: dict[str, tuple[FileReport, str | None]] = {}
+    remaining = list(files)
+    try:
+        return _parallel_passes(remaining, results, config, project, jobs, timeout)
+    except OSError:  # no processes to be had (a sandbox, a process limit): check serially
+        analyzer = Analyzer(config, project)
+        for path in files:
+            if path not in results:
+                results[path] = _read_and_analyze(path, analyzer, timeout)
+        return results
+
+
+def _parallel_passes(remaining, results, config, project, jobs, timeout):
+    while remaining:
+        done, unfinished = _pool_pass(remaining, config, project, jobs, CHUNK, timeout)
+        results.update(done)
+        if not unfinished:
+            break
+        done, unfinished = _pool_pass(unfinished, config, project, 1, 1, timeout)
+        results.update(done)
+        if not unfinished:
+            break
+        culprit = unfinished[0]
+        results[culprit] = (FileReport(culprit, errors=[FileError(culprit, 0, WORKER_CRASHED)]), None)
+        remaining = unfinished[1:]
+    return results
+
+
+def _pool_pass(files, config, project, jobs, chunk, timeout):
+    chunks = [files[i:i + chunk] for i in range(0, len(files), chunk)]
+    done: dict[str, tuple[FileReport, str | None]] = {}
+    unfinished: list[str] = []
+    try:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(chunks)), initializer=_init_worker, initargs=(config, project, timeout)
+        ) as pool:
+            futures = [pool.submit(_worker_check, c) for c in chunks]
+            for chunk_paths, future in zip(chunks, futures):
+                try:
+                    for path, report, digest in future.result():
+                        done[path] = (report, digest)
+                except BrokenProcessPool:
+                    unfinished.extend(chunk_paths)
+                except Exception as exc:  # e.g. a report that cannot be sent back
+                    message = _one_line(f"internal error: {type(exc).__name__}: {exc}")
+                    for path in chunk_paths:
+                        done[path] = (FileReport(path, errors=[FileError(path, 0, message)]), None)
+    except BrokenProcessPool:
+        unfinished.extend(p for c in chunks for p in c if p not in done and p not in unfinished)
+    return done, unfinished

@@ -1,0 +1,373 @@
+"""A content-hash cache of per-file reports, so an unchanged tree is re-checked in a blink.
+
+Layout (all under `.tcl_cache/` in the project root: the pyproject.toml directory, else cwd)::
+
+    .tcl_cache/
+      .gitignore  CACHEDIR.TAG
+      v1/<bucket>/<key[:2]>/<key>.json    one FileReport per checked file
+      v1/scans/<key>.json                 the project pre-pass (ProjectScan) for a set of files
+
+A report is valid for exactly one input, and every part of that input is in its key:
+
+* **bucket** = hash of the *settings*: tcl's own source code (every tcl/**.py file, so a
+  development checkout never reads results of older code), the tcl version, the Python and
+  libcst versions, the selected rule codes, the target torch version and mode, and the
+  *project fingerprint* (the ProjectScan: which classes of the checked tree are nn.Modules and
+  which files the tree holds). Changing any of them starts a new bucket; the oldest buckets
+  beyond `KEEP_BUCKETS` are removed.
+* **key** = hash of the bucket, the file's path as given, its package, the sha-1 of its decoded
+  text, and the string returned by the **dependency-fingerprint hook** (see below).
+* Each entry also records the content hash of every file listed in `FileReport.dependencies`
+  (other files the analysis read: helpers followed across files). A lookup re-hashes them
+  and ignores the entry if any changed.
+
+Dependency-fingerprint hook: a callable `(path, source, package) -> str`. When cross-file
+analysis learns that a file's result depends on something the recorded dependencies do not
+capture (a module that was looked up and *not* found, a config file, a stub), return a string
+that changes whenever that input changes -- e.g. the hash of the names and contents it read.
+The runner takes it from `Analyzer.dependency_fingerprint` when the analyzer defines one;
+the default is "" (the bucket already covers the whole ProjectScan).
+
+Per-file ignores are applied after the cache (they are not part of the key). Reports with a
+timeout or an internal error are never stored. Writes go to a temporary file in the same
+directory and are moved into place with os.replace, so concurrent `-j` workers or concurrent
+tcl runs never see a half-written entry; an entry that cannot be read or decoded is a miss.
+The cache never executes anything it reads: entries are JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from . import __version__
+from .engine import FileReport
+from .findings import FileError, Finding
+
+CACHE_DIR_NAME = ".tcl_cache"
+SCHEMA = "v1"
+KEEP_BUCKETS = 8
+KEEP_SCANS = 8
+SCAN_BUCKET = "scans"
+
+DependencyFingerprint = Callable[[str, str, str], str]
+
+
+def no_dependencies(path: str, source: str, package: str) -> str:
+    """The default dependency-fingerprint hook: nothing beyond the recorded dependencies."""
+    return ""
+
+
+def content_hash(source: str) -> str:
+    return hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _digest(*parts: object) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(repr(part).encode("utf-8", "backslashreplace"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Hash of tcl's own source: any change to the analyzer invalidates every entry."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    for path in sorted(root.rglob("*.py")):
+        try:
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest()
+
+
+def _libcst_version() -> str:
+    try:
+        from importlib import metadata
+
+        return metadata.version("libcst")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return "?"
+
+
+def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
+    """Everything besides the file itself that decides a report."""
+    config = analyzer.config
+    return _digest(
+        SCHEMA,
+        code_fingerprint(),
+        sys.version_info[:2],
+        _libcst_version(),
+        sorted(rule.code for rule in analyzer.rules),
+        tuple(analyzer.version),
+        config.mode,
+        project_fingerprint,
+    )[:24]
+
+
+def default_cache_dir(config, paths: list[str]) -> Path:
+    """`.tcl_cache` next to the pyproject.toml that governs the run, else in the cwd."""
+    from .config import find_pyproject
+
+    if config.source is not None:
+        return config.source.parent / CACHE_DIR_NAME
+    try:
+        found = find_pyproject(Path(paths[0]) if paths else Path("."))
+    except OSError:
+        found = None
+    return (found.parent if found is not None else Path.cwd()) / CACHE_DIR_NAME
+
+
+# -- JSON for dataclasses made of str/int/tuple/frozenset (FileReport parts, ProjectScan) ----
+def _encode(value: Any) -> Any:
+    if isinstance(value, (frozenset, set)):
+        return {"__set__": sorted((_encode(v) for v in value), key=repr)}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("only str keys")
+        return {"__dict__": {k: _encode(v) for k, v in value.items()}}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if "__set__" in value:
+            return frozenset(_decode(v) for v in value["__set__"])
+        if "__tuple__" in value:
+            return tuple(_decode(v) for v in value["__tuple__"])
+        if "__dict__" in value:
+            return {k: _decode(v) for k, v in value["__dict__"].items()}
+        raise ValueError("unknown object in cache entry")
+    return value
+
+
+def _to_fields(obj) -> dict:
+    return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
+def _from_fields(cls, data: dict):
+    names = {f.name for f in dataclasses.fields(cls)}
+    if set(data) != names:
+        raise ValueError(f"{cls.__name__} fields changed")
+    return cls(**{k: _decode(v) for k, v in data.items()})
+
+
+def report_to_json(report: FileReport) -> dict:
+    return {
+        "findings": [_to_fields(f) for f in report.findings],
+        "errors": [_to_fields(e) for e in report.errors],
+        "skipped": report.skipped,
+        "dependencies": list(getattr(report, "dependencies", []) or []),
+    }
+
+
+def report_from_json(path: str, data: dict) -> FileReport:
+    report = FileReport(path)
+    report.findings = [_from_fields(Finding, f) for f in data["findings"]]
+    report.errors = [_from_fields(FileError, e) for e in data["errors"]]
+    report.skipped = bool(data["skipped"])
+    if hasattr(report, "dependencies"):
+        report.dependencies = list(data["dependencies"])
+    return report
+
+
+def cacheable(report: FileReport) -> bool:
+    """Only deterministic outcomes: no timeouts, no internal errors (worth re-running)."""
+    return not any(
+        "timed out" in e.message or e.message.startswith("internal error") for e in report.errors
+    )
+
+
+class Cache:
+    """Per-file reports for one run's settings. Every method swallows I/O problems: a cache
+    that cannot be read or written is a slow run, never a failed one."""
+
+    def __init__(self, directory: str | os.PathLike, dependency_fingerprint: DependencyFingerprint | None = None) -> None:
+        self.root = Path(directory)
+        self.hook = dependency_fingerprint or no_dependencies
+        self.bucket: Path | None = None
+        self.hits = 0
+        self.misses = 0
+        self.file_hash: Callable[[str], str | None] = lambda path: None  # set by the runner
+        self._dirs_made: set[Path] = set()
+
+    # -- setup -------------------------------------------------------------------------
+    def _prepare_root(self) -> bool:
+        try:
+            (self.root / SCHEMA).mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                _atomic_write(ignore, "# written by tcl: the cache is never committed\n*\n")
+            tag = self.root / "CACHEDIR.TAG"
+            if not tag.exists():
+                _atomic_write(tag, "Signature: 8a477f597d28d172789f06886806bc55\n# tcl cache directory\n")
+            return True
+        except OSError:
+            return False
+
+    def open_bucket(self, settings: str) -> None:
+        """Select the bucket for these settings (made on first write); prune old buckets."""
+        if not self._prepare_root():
+            self.bucket = None
+            return
+        self.bucket = self.root / SCHEMA / settings
+        try:
+            if self.bucket.is_dir():
+                os.utime(self.bucket)  # most recently used
+            else:
+                self.bucket.mkdir(exist_ok=True)
+                self._prune(self.root / SCHEMA, KEEP_BUCKETS, keep=self.bucket)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _prune(parent: Path, keep_count: int, keep: Path | None = None) -> None:
+        try:
+            children = [p for p in parent.iterdir() if p.name != SCAN_BUCKET and p != keep]
+            children.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            return
+        for old in children[max(keep_count - 1, 0):]:
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                try:
+                    old.unlink()
+                except OSError:
+                    pass
+
+    # -- per-file reports ----------------------------------------------------------------
+    def key(self, path: str, package: str, digest: str, source: str) -> str:
+        try:
+            extra = self.hook(path, source, package) or ""
+        except Exception:  # a broken hook disables caching for this file, not the run
+            return ""
+        return _digest(self.bucket.name if self.bucket else "", path, package, digest, extra)
+
+    def _entry(self, key: str) -> Path | None:
+        if self.bucket is None or not key:
+            return None
+        return self.bucket / key[:2] / f"{key}.json"
+
+    def get(self, path: str, key: str, file_hash: Callable[[str], str | None]) -> FileReport | None:
+        """The stored report, if its entry is intact and its dependencies are unchanged.
+        `file_hash(path)` returns the current content hash of a dependency (None: unreadable)."""
+        entry = self._entry(key)
+        if entry is None:
+            return None
+        try:
+            data = json.loads(entry.read_text(encoding="utf-8"))
+            if data.get("key") != key or data.get("path") != path:
+                raise ValueError("entry for another file")
+            for dependency, digest in data["dependency_hashes"].items():
+                if file_hash(dependency) != digest:
+                    self.misses += 1
+                    return None
+            report = report_from_json(path, data["report"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.misses += 1
+            return None  # missing, corrupt, or from an incompatible schema: analyse again
+        self.hits += 1
+        return report
+
+    def put(self, path: str, key: str, report: FileReport, file_hash: Callable[[str], str | None]) -> None:
+        entry = self._entry(key)
+        if entry is None or not cacheable(report):
+            return
+        try:
+            dependency_hashes = {}
+            for dependency in getattr(report, "dependencies", []) or []:
+                digest = file_hash(dependency)
+                if digest is None:
+                    return  # cannot prove it unchanged later: do not store
+                dependency_hashes[dependency] = digest
+            payload = {
+                "key": key,
+                "path": path,
+                "dependency_hashes": dependency_hashes,
+                "report": report_to_json(report),
+            }
+            text = json.dumps(payload, separators=(",", ":"))
+        except (TypeError, ValueError):
+            return
+        try:
+            parent = entry.parent
+            if parent not in self._dirs_made:
+                parent.mkdir(parents=True, exist_ok=True)
+                self._dirs_made.add(parent)
+            _atomic_write(entry, text)
+        except OSError:
+            pass
+
+    # -- the project pre-pass ------------------------------------------------------------
+    def scan(self, files: Iterable[tuple[str, str | None]], compute: Callable[[], Any]) -> Any:
+        """The ProjectScan for these (path, content hash) pairs: stored, or computed and stored."""
+        files = list(files)
+        if not self._prepare_root() or any(digest is None for _, digest in files):
+            return compute()
+        key = _digest(SCHEMA, code_fingerprint(), sys.version_info[:2], files)
+        directory = self.root / SCHEMA / SCAN_BUCKET
+        entry = directory / f"{key}.json"
+        result = None
+        try:
+            data = json.loads(entry.read_text(encoding="utf-8"))
+            if data.get("key") == key:
+                from .project import ProjectScan
+
+                result = _from_fields(ProjectScan, data["scan"])
+                os.utime(entry)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
+            result = None
+        if result is not None:
+            return result
+        result = compute()
+        try:
+            text = json.dumps({"key": key, "scan": _to_fields(result)}, separators=(",", ":"))
+            directory.mkdir(parents=True, exist_ok=True)
+            _atomic_write(entry, text)
+            self._prune(directory, KEEP_SCANS, keep=entry)
+        except (OSError, TypeError, ValueError):
+            pass
+        return result
+
+
+def project_fingerprint(scan_result) -> str:
+    """A stable hash of a ProjectScan (any dataclass of str/tuple/frozenset fields)."""
+    try:
+        return _digest(json.dumps(_to_fields(scan_result), sort_keys=True))
+    except (TypeError, ValueError):
+        return _digest(repr(scan_result))
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    """Write to a temporary file beside `target`, then rename over it (atomic on POSIX/NT)."""
+    fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=str(target.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

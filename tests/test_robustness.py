@@ -1,0 +1,441 @@
+"""Bad input never breaks `tcl check`: one stderr line per bad file, no traceback, the rest checked.
+
+Each case runs the real command (`python -m tcl check`) on a temp tree that holds the bad file
+next to a good file with one known finding. The cache, the per-file time limit, worker crashes
+and internal errors in rules are tested in-process below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tcl import runner
+from tcl.cache import Cache, content_hash
+from tcl.config import Config
+from tcl.engine import Analyzer, FileReport
+from tcl.findings import FileError
+from tcl.rules.side_effects import PrintCall
+
+GOOD = textwrap.dedent('''\
+    import torch
+
+    @torch.compile
+    def step(x):
+        print(x)
+        return x
+''')
+GOOD_LINE = "good.py:5:5: TCL101 "
+HAZARD_BLOCK = textwrap.dedent('''\
+    class M{i}(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            print(y)
+            return y
+
+''')
+
+
+def tcl(*args, cwd, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--no-config", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=timeout,
+    )
+
+
+def check_tree(tmp_path, bad_name: str, bad: bytes | str | None, *extra):
+    """Write good.py and the bad file, run `tcl check --no-cache .`, check the common promises."""
+    (tmp_path / "good.py").write_text(GOOD)
+    if bad is not None:
+        target = tmp_path / bad_name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(bad, bytes):
+            target.write_bytes(bad)
+        else:
+            target.write_text(bad)
+    result = tcl("--no-cache", *extra, ".", cwd=tmp_path)
+    assert "Traceback" not in result.stderr + result.stdout
+    assert GOOD_LINE in result.stdout  # the other file is still checked
+    return result
+
+
+def one_error(result, name: str) -> str:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(name + ":"), lines
+    return lines[0]
+
+
+# -- sizes and shapes -------------------------------------------------------------------------
+def test_huge_file_50k_lines(tmp_path):
+    blocks = 8334  # 6 lines each: 50,006 lines
+    source = "import torch\n\n" + "".join(HAZARD_BLOCK.format(i=i) for i in range(blocks))
+    assert source.count("\n") >= 50_000
+    # the limit is raised so a slow machine does not turn this into a timeout error
+    result = check_tree(tmp_path, "huge.py", source, "--file-timeout", "600")
+    assert result.returncode == 1, result.stderr
+    huge = [line for line in result.stdout.splitlines() if line.startswith("huge.py:")]
+    assert len(huge) == blocks
+    assert huge[0].startswith("huge.py:6:9: TCL101 ")
+    assert huge[-1].startswith(f"huge.py:{6 + 6 * (blocks - 1)}:9: TCL101 ")
+
+
+def test_parentheses_1000_deep(tmp_path):
+    body = "(" * 1000 + "x" + ")" * 1000
+    source = f"import torch\n\n@torch.compile\ndef f(x):\n    y = {body}\n    return y\n"
+    line = one_error(check_tree(tmp_path, "deep.py", source), "deep.py")
+    assert line == "deep.py:5: cannot parse: too many nested parentheses"
+
+
+def test_sum_of_10k_terms(tmp_path):
+    source = "import torch\n\n@torch.compile\ndef f(x):\n    y = " + "+".join(["1"] * 10_000) + "\n    return y\n"
+    line = one_error(check_tree(tmp_path, "long.py", source), "long.py")
+    assert "cannot parse: expressions nested too deeply" in line
+
+
+def test_and_chain_10k_terms_is_no_segfault(tmp_path):
+    # valid Python (CPython keeps it flat) that overflows libcst's parser on an 8 MB stack
+    source = "import torch\n\n@torch.compile\ndef f(a):\n    y = " + " and ".join(["a"] * 10_000) + "\n    return y\n"
+    result = check_tree(tmp_path, "chain.py", source)
+    assert result.returncode in (1, 2)
+    assert len(result.stderr.splitlines()) <= 1
+    assert all(line.startswith("chain.py") for line in result.stderr.splitlines())
+
+
+@pytest.mark.parametrize("count", [60_000])
+def test_and_chain_beyond_the_stack_is_refused(tmp_path, count):
+    source = "import torch\nx = " + " and ".join(["a"] * count) + "\n"
+    line = one_error(check_tree(tmp_path, "chain.py", source), "chain.py")
+    assert "`and`/`or` operators" in line
+
+
+# -- bytes and encodings ----------------------------------------------------------------------
+def test_nul_byte(tmp_path):
+    line = one_error(check_tree(tmp_path, "nul.py", b"import torch\nx = 1\x00\n"), "nul.py")
+    assert line == "nul.py: cannot parse: source contains a NUL byte (line 2)"
+
+
+SOURCE_CRLF = "import torch\r\n\r\n@torch.compile\ndef f(x):\r\n    y = x + 1\n    print(y)\r\n    return y\n"
+
+
+@pytest.mark.parametrize("data", [
+    pytest.param(SOURCE_CRLF.encode(), id="mixed-crlf-lf"),
+    pytest.param(b"\xef\xbb\xbf" + SOURCE_CRLF.encode(), id="bom-and-mixed"),
+    pytest.param(b"\xef\xbb\xbf" + SOURCE_CRLF.replace("\r\n", "\n").encode(), id="bom"),
+    pytest.param(SOURCE_CRLF.replace("\r\n", "\r").encode(), id="old-mac-cr"),
+])
+def test_line_endings_and_bom_keep_positions(tmp_path, data):
+    result = check_tree(tmp_path, "endings.py", data)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
+    lines = [line for line in result.stdout.splitlines() if line.startswith("endings.py")]
+    assert len(lines) == 1 and lines[0].startswith("endings.py:6:5: TCL101 "), lines
+
+
+def test_python2_syntax(tmp_path):
+    line = one_error(check_tree(tmp_path, "py2.py", 'import torch\nprint "x"\n'), "py2.py")
+    assert line.startswith("py2.py:2: cannot parse: Missing parentheses in call to 'print'")
+
+
+def test_syntax_newer_than_this_python(tmp_path):
+    # PEP 695 (Python 3.12): libcst parses it whatever Python runs tcl, so it is analysed.
+    source = "import torch\ntype Alias = int\n\n@torch.compile\ndef f[T](x: T) -> T:\n    print(x)\n    return x\n"
+    result = check_tree(tmp_path, "new.py", source)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
+    assert "new.py:6:5: TCL101 " in result.stdout
+
+
+def test_empty_and_comment_only_files(tmp_path):
+    (tmp_path / "only_bom.py").write_bytes(b"\xef\xbb\xbf")
+    (tmp_path / "comment.py").write_text("# torch.compile, forward: words, no code\n")
+    result = check_tree(tmp_path, "empty.py", "")
+    assert result.returncode == 1 and result.stderr == ""
+
+
+# -- the file system --------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="running as root: chmod 000 does not stop root from reading the file")
+def test_unreadable_file(tmp_path):
+    (tmp_path / "secret.py").write_text(GOOD)
+    os.chmod(tmp_path / "secret.py", 0)
+    try:
+        line = one_error(check_tree(tmp_path, "secret.py", None), "secret.py")
+    finally:
+        os.chmod(tmp_path / "secret.py", 0o644)
+    assert line == "secret.py: cannot read: Permission denied"
+
+
+def test_symlink_loops(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    os.symlink("..", tmp_path / "pkg" / "up")  # a directory loop
+    os.symlink("self.py", tmp_path / "self.py")  # a file link to itself
+    result = check_tree(tmp_path, "pkg/model.py", GOOD)
+    assert result.returncode == 2
+    errors = sorted(result.stderr.splitlines())
+    assert len(errors) == 2, errors
+    assert errors[0].startswith("./pkg/up: symlink loop") or errors[0].startswith("pkg/up: symlink loop")
+    assert errors[1].startswith("self.py: cannot read: Too many levels of symbolic links")
+    assert "pkg/model.py:5:5: TCL101" in result.stdout
+
+
+def test_a_second_path_to_a_directory_is_not_an_error(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "model.py").write_text(GOOD)
+    os.symlink("real", tmp_path / "alias")
+    result = check_tree(tmp_path, "x.py", None)
+    assert result.returncode == 1 and result.stderr == ""
+
+
+def test_fifo_named_py_does_not_hang(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    os.mkfifo(tmp_path / "pipe.py")
+    result = check_tree(tmp_path, "x.py", None)
+    assert result.returncode == 1 and result.stderr == ""  # skipped in a walk
+    named = tcl("--no-cache", "pipe.py", cwd=tmp_path, timeout=60)
+    assert named.returncode == 2 and named.stderr == "pipe.py: not a regular file; skipped\n"
+
+
+def test_spaces_and_unicode_in_paths(tmp_path):
+    result = check_tree(tmp_path, "my models/módulo ü 模型.py", GOOD)
+    assert result.returncode == 1 and result.stderr == ""
+    assert "my models/módulo ü 模型.py:5:5: TCL101 " in result.stdout
+    # and through the cache, twice
+    first = tcl(".", cwd=tmp_path)
+    second = tcl(".", cwd=tmp_path)
+    assert first.stdout == second.stdout == result.stdout
+
+
+def test_directory_named_like_a_python_file(tmp_path):
+    (tmp_path / "x.py").mkdir()
+    (tmp_path / "x.py" / "inner.py").write_text(GOOD)
+    result = check_tree(tmp_path, "y.py", None)
+    assert result.returncode == 1 and result.stderr == ""
+    assert "x.py/inner.py:5:5: TCL101" in result.stdout
+    direct = tcl("--no-cache", "x.py", cwd=tmp_path)
+    assert direct.returncode == 1 and direct.stdout.startswith("x.py/inner.py:5:5: TCL101")
+
+
+def test_many_bad_files_in_parallel(tmp_path):
+    """More files than the parallel threshold: bad ones still give one line each."""
+    for i in range(runner.PARALLEL_THRESHOLD + 6):
+        (tmp_path / f"m{i:02}.py").write_text(GOOD.replace("print(x)", f"print(x, {i})"))
+    (tmp_path / "nul.py").write_bytes(b"import torch\n\x00")
+    (tmp_path / "py2.py").write_text('import torch\nprint "x"\n')
+    (tmp_path / "long.py").write_text("import torch\nx = " + "+".join(["1"] * 10_000) + "\n")
+    result = check_tree(tmp_path, "x.py", None, "-j", "2")
+    assert result.returncode == 2
+    errors = sorted(result.stderr.splitlines())
+    assert [e.split(":")[0] for e in errors] == ["long.py", "nul.py", "py2.py"]
+    assert sum(1 for line in result.stdout.splitlines() if ": TCL101 " in line) == runner.PARALLEL_THRESHOLD + 7
+
+
+# -- internal errors, time limits, worker crashes (in-process) --------------------------------
+def _broken_print_rule(monkeypatch, behaviour):
+    original = PrintCall.visit_Call
+
+    def visit_Call(self, node, walker):
+        if "BOOM" in getattr(walker.index, "source", ""):
+            behaviour()
+        return original(self, node, walker)
+
+    monkeypatch.setattr(PrintCall, "visit_Call", visit_Call)
+
+
+BOOM = GOOD.replace("return x", "return x  # BOOM")
+
+
+def test_internal_error_names_rule_and_line(monkeypatch):
+    def fail():
+        raise KeyError("no such\nkey")
+
+    _broken_print_rule(monkeypatch, fail)
+    report = Analyzer(Config()).check_source(BOOM, "boom.py")
+    assert report.findings == []
+    assert [str(e) for e in report.errors] == [
+        "boom.py:5: internal error in TCL101 (print-in-compiled-region): KeyError: 'no such\\nkey'"
+    ]
+
+
+def test_internal_error_in_the_cli_is_one_line_and_the_run_goes_on(tmp_path):
+    # the rule is broken in the subprocess through a sitecustomize module on PYTHONPATH
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(textwrap.dedent('''
+        from tcl.rules.side_effects import PrintCall
+        original = PrintCall.visit_Call
+        def visit_Call(self, node, walker):
+            if "BOOM" in getattr(walker.index, "source", ""):
+                raise ValueError("rule exploded")
+            return original(self, node, walker)
+        PrintCall.visit_Call = visit_Call
+    '''))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "boom.py").write_text(BOOM)
+    (tmp_path / "src" / "good.py").write_text(GOOD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hook), os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-m", "tcl", "check", "--no-cache", "--no-config", "src"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == "src/boom.py:5: internal error in TCL101 (print-in-compiled-region): ValueError: rule exploded\n"
+    assert "src/good.py:5:5: TCL101" in result.stdout
+
+
+def _write_tree(tmp_path, count, special=None):
+    paths = []
+    for i in range(count):
+        path = tmp_path / f"m{i:02}.py"
+        path.write_text(GOOD.replace("print(x)", f"print(x, {i})"))
+        paths.append(str(path))
+    if special:
+        (tmp_path / "slow.py").write_text(special)
+    return paths
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_file_timeout_reports_one_line_and_goes_on(tmp_path, monkeypatch, jobs):
+    def spin():
+        end = time.process_time() + 30
+        while time.process_time() < end:
+            pass
+
+    _broken_print_rule(monkeypatch, spin)
+    count = runner.PARALLEL_THRESHOLD + 2 if jobs > 1 else 3
+    _write_tree(tmp_path, count, special=BOOM)
+    started = time.monotonic()
+    result = runner.run([str(tmp_path)], Config(), jobs=jobs, file_timeout=0.5)
+    assert time.monotonic() - started < 25
+    assert [str(e) for e in result.all_errors] == [f"{tmp_path / 'slow.py'}: analysis timed out after 0.5 s"]
+    assert len(result.findings) == count
+
+
+def test_worker_crash_costs_only_the_file_that_crashed(tmp_path, monkeypatch):
+    _broken_print_rule(monkeypatch, lambda: os._exit(3))  # a native crash, as seen from outside
+    count = runner.PARALLEL_THRESHOLD + 10
+    _write_tree(tmp_path, count, special=BOOM)
+    result = runner.run([str(tmp_path)], Config(), jobs=2)
+    assert [str(e) for e in result.all_errors] == [f"{tmp_path / 'slow.py'}: {runner.WORKER_CRASHED}"]
+    assert len(result.findings) == count
+    assert [r.path for r in result.reports] == sorted(r.path for r in result.reports)
+
+
+# -- the cache --------------------------------------------------------------------------------
+def _outputs(result):
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_cache_warm_run_matches_cold_and_lives_beside_pyproject(tmp_path):
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.tcl]\nper-file-ignores = { 'src/ignored.py' = ['TCL101'] }\n")
+    (project / "src" / "a.py").write_text(GOOD)
+    (project / "src" / "ignored.py").write_text(GOOD)
+    (project / "src" / "bad.py").write_text('import torch\nprint "x"\n')
+    run = lambda: subprocess.run([sys.executable, "-m", "tcl", "check", "src"], capture_output=True,  # noqa: E731
+                                 text=True, cwd=project, timeout=120)
+    cold = run()
+    assert cold.returncode == 2 and "src/a.py:5:5: TCL101" in cold.stdout and "ignored" not in cold.stdout
+    entries = list((project / ".tcl_cache").rglob("*.json"))
+    assert entries, "the cache is written beside pyproject.toml"
+    assert (project / ".tcl_cache" / ".gitignore").read_text().strip().endswith("*")
+    warm = run()
+    assert _outputs(warm) == _outputs(cold)
+    # an edited file is analysed again
+    (project / "src" / "a.py").write_text(GOOD.replace("print(x)", "x = x + 1"))
+    edited = run()
+    assert edited.returncode == 2 and "src/a.py" not in edited.stdout
+
+
+def test_no_cache_and_cache_dir(tmp_path):
+    (tmp_path / "a.py").write_text(GOOD)
+    assert tcl("--no-cache", "a.py", cwd=tmp_path).returncode == 1
+    assert not (tmp_path / ".tcl_cache").exists()
+    assert tcl("--cache-dir", "elsewhere", "a.py", cwd=tmp_path).returncode == 1
+    assert not (tmp_path / ".tcl_cache").exists()
+    assert list((tmp_path / "elsewhere").rglob("*.json"))
+
+
+def test_corrupt_and_truncated_entries_are_ignored(tmp_path):
+    (tmp_path / "a.py").write_text(GOOD)
+    (tmp_path / "b.py").write_text(GOOD.replace("print(x)", "print(x, 2)"))
+    cold = tcl(".", cwd=tmp_path)
+    entries = [p for p in (tmp_path / ".tcl_cache").rglob("*.json")]
+    assert len(entries) >= 2
+    for i, entry in enumerate(entries):
+        text = entry.read_text()
+        entry.write_text(["", text[: len(text) // 2], "{}", "[1, 2]", '{"key": 1}', "\x00\xff"][i % 6])
+    again = tcl(".", cwd=tmp_path)
+    assert _outputs(again) == _outputs(cold)
+    assert "Traceback" not in again.stderr
+    assert _outputs(tcl(".", cwd=tmp_path)) == _outputs(cold)  # and the repaired entries are read
+
+
+def test_cache_entry_is_checked_against_its_dependencies(tmp_path):
+    dependency = tmp_path / "helpers.py"
+    dependency.write_text("def helper(x):\n    return x\n")
+    cache = Cache(tmp_path / "cache")
+    cache.open_bucket("settings")
+    report = FileReport("a.py")
+    report.errors = [FileError("a.py", 3, "cannot parse: something")]
+    report.dependencies = [str(dependency)]
+    hashes = {str(dependency): content_hash(dependency.read_text())}
+    key = cache.key("a.py", "", content_hash(GOOD), GOOD)
+    cache.put("a.py", key, report, hashes.get)
+    stored = cache.get("a.py", key, hashes.get)
+    assert stored is not None and stored.errors == report.errors
+    hashes[str(dependency)] = "changed"
+    assert cache.get("a.py", key, hashes.get) is None
+
+
+def test_dependency_fingerprint_hook_is_part_of_the_key(tmp_path):
+    fingerprint = {"value": "one"}
+    cache = Cache(tmp_path / "cache", dependency_fingerprint=lambda path, source, package: fingerprint["value"])
+    cache.open_bucket("settings")
+    first = cache.key("a.py", "", "hash", "source")
+    fingerprint["value"] = "two"
+    assert cache.key("a.py", "", "hash", "source") != first
+
+
+def test_timeouts_and_internal_errors_are_not_cached(tmp_path):
+    cache = Cache(tmp_path / "cache")
+    cache.open_bucket("settings")
+    for message in ("analysis timed out after 20 s", "internal error in TCL101 (x): KeyError: 1"):
+        report = FileReport("a.py", errors=[FileError("a.py", 0, message)])
+        key = cache.key("a.py", "", message, "")
+        cache.put("a.py", key, report, lambda p: None)
+        assert cache.get("a.py", key, lambda p: None) is None
+
+
+def test_concurrent_runs_share_one_cache(tmp_path):
+    for i in range(runner.PARALLEL_THRESHOLD + 6):
+        (tmp_path / f"m{i:02}.py").write_text(GOOD.replace("print(x)", f"print(x, {i})"))
+    command = [sys.executable, "-m", "tcl", "check", "--no-config", "-j", "2", "."]
+    procs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [1, 1, 1], outputs
+    assert len({out for out, _ in outputs}) == 1 and all(err == "" for _, err in outputs), outputs
+    assert not [p for p in (tmp_path / ".tcl_cache").rglob(".tmp-*")]  # no temporary file left over
+    warm = tcl(".", cwd=tmp_path)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (1, outputs[0][0], "")
+
+
+def test_cache_entries_are_plain_json(tmp_path):
+    (tmp_path / "a.py").write_text(GOOD)
+    result = tcl("a.py", cwd=tmp_path)
+    assert result.returncode == 1 and result.stderr == "", result.stderr
+    entries = [p for p in (tmp_path / ".tcl_cache").rglob("*.json") if "scans" not in p.parts]
+    assert len(entries) == 1, entries
+    (entry,) = entries
+    data = json.loads(entry.read_text())
+    assert data["path"] == "a.py"
+    assert data["report"]["findings"][0]["code"] == "TCL101"
