@@ -35,7 +35,7 @@ sys.path.insert(0, ROOT)
 
 from tcl.config import Config  # noqa: E402
 from tcl.engine import Analyzer  # noqa: E402
-from tcl.oracle import probe  # noqa: E402
+from tcl.oracle import probe, unwrap_compiled  # noqa: E402
 
 SKIP = {"check_truth.py"}
 
@@ -47,19 +47,6 @@ def load(path: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def unwrap(target):
-    for _ in range(10):
-        if isinstance(target, torch._dynamo.eval_frame.OptimizedModule):
-            target = target._orig_mod
-            continue
-        original = getattr(target, "_torchdynamo_orig_callable", None)
-        if original is not None and original is not target:
-            target = original
-            continue
-        break
-    return target
 
 
 @contextlib.contextmanager
@@ -146,7 +133,7 @@ def count_breaks(path: str) -> int:
     total = 0
     for target, args, kwargs in examples(module):
         with quiet():
-            result = probe(unwrap(target), args, kwargs or {}, user_files={path}, modes=("default",))
+            result = probe(unwrap_compiled(target), args, kwargs or {}, user_files={path}, modes=("default",))
         total += len(result.breaks)
     return total
 
@@ -157,7 +144,7 @@ def compare_outputs(before_path: str, after_path: str) -> tuple[bool, int, str]:
         return False, 0, "different number of examples"
     ignored = 0
     for i, ((t1, a1, k1), (t2, a2, k2), (t3, a3, k3)) in enumerate(zip(before, again, after)):
-        results = [run_eager(unwrap(t), a, k or {}) for t, a, k in ((t1, a1, k1), (t2, a2, k2), (t3, a3, k3))]
+        results = [run_eager(unwrap_compiled(t), a, k or {}) for t, a, k in ((t1, a1, k1), (t2, a2, k2), (t3, a3, k3))]
         identical, skipped, why = compare(*results)
         ignored += skipped
         if not identical:

@@ -495,7 +495,7 @@ def _build_target(module, entry: str, source: str):
 
     obj = getattr(module, entry)
     # A function decorated with @torch.compile: probe the original, each mode compiles it anew.
-    obj = getattr(obj, "_torchdynamo_orig_callable", obj)
+    obj = unwrap_compiled(obj)
     if not inspect.isclass(obj):
         return obj, obj
     instance = obj()
@@ -545,3 +545,20 @@ def probe_source(source: str, entry: str, args_expr: str | None = None, **kw) ->
             return probe(target, args, **kw)
         finally:
             sys.modules.pop(name, None)
+
+
+def unwrap_compiled(target):
+    """The original function or module behind torch.compile wrappers (several layers deep)."""
+    import torch
+
+    optimized = getattr(getattr(torch._dynamo, "eval_frame", None), "OptimizedModule", ())
+    for _ in range(10):
+        if optimized and isinstance(target, optimized):
+            target = target._orig_mod
+            continue
+        original = getattr(target, "_torchdynamo_orig_callable", None)
+        if original is not None and original is not target:
+            target = original
+            continue
+        break
+    return target

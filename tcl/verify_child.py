@@ -30,6 +30,8 @@ import time
 import traceback
 import warnings
 
+from tcl.oracle import unwrap_compiled
+
 # Errors after which a CUDA context cannot be trusted: the rest of the examples go to a new child.
 _POISON = re.compile(
     r"device-side assert|CUDA error|CUBLAS_STATUS|CUDNN_STATUS|illegal memory access|"
@@ -123,23 +125,6 @@ def _target_name(target) -> str:
         return type(inner if isinstance(inner, torch.nn.Module) else target).__name__
     target = getattr(target, "_torchdynamo_orig_callable", target)
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
-
-
-def _unwrap(target):
-    """The user's callable under torch.compile wrappers: verify compiles it with its own settings."""
-    import torch
-
-    optimized = getattr(getattr(torch._dynamo, "eval_frame", None), "OptimizedModule", ())
-    for _ in range(10):
-        if optimized and isinstance(target, optimized):
-            target = target._orig_mod
-            continue
-        original = getattr(target, "_torchdynamo_orig_callable", None)
-        if original is not None and original is not target:
-            target = original
-            continue
-        break
-    return target
 
 
 def _split_example(example):
@@ -336,7 +321,7 @@ def _run_example(example, job) -> dict:
         target, args, kwargs = _split_example(example)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"bad example: {_describe(exc)}", "seconds": round(time.perf_counter() - started, 3)}
-    target = _unwrap(target)
+    target = unwrap_compiled(target)
     result = _verify_once(target, args, kwargs, job)
     if job["device"] == "cuda" and _DEVICE_MISMATCH.search(result.get("eager_error") or ""):
         # Code written for the CPU creates tensors without a device (torch.arange(n) in forward):
