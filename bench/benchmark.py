@@ -101,11 +101,12 @@ class Row:
             f"{self.rss_max_mb:.0f}" if self.rss_max_mb is not None else "-",
             f"{self.rss_tree_mb:.0f}" if self.rss_tree_mb is not None else "-",
             str(self.exit), str(self.lines) if self.lines is not None else "-",
+            f"{self.load:.1f}" if self.load is not None else "-",
         ]
 
 
 HEADER = ["run", "command", "files", "wall s", "files/s", "CPU s", "peak RSS MB (largest process)",
-          "peak RSS MB (process tree)", "exit", "output lines"]
+          "peak RSS MB (process tree)", "exit", "output lines", "load avg at start"]
 
 
 # -- measuring one subprocess ----------------------------------------------------------------
