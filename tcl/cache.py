@@ -225,7 +225,7 @@ class Cache:
             return False
 
     def open_bucket(self, settings: str) -> None:
-        """Select the bucket for these settings (made on first write); prune old buckets."""
+        """Select (and make) the bucket for these settings; prune the least recently used ones."""
         if not self._prepare_root():
             self.bucket = None
             return

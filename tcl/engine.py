@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -108,9 +109,11 @@ class Analyzer:
         """Another checked file, parsed when traced code calls into it."""
         try:
             source = read_source(path)
-            module = cst.parse_module(source)
-        except (SourceError, cst.ParserSyntaxError, RecursionError, MemoryError):
+        except SourceError:
             return None  # reported when that file itself is checked
+        module, _ = parse_source(path, source)  # the same crash guards as the file's own check
+        if module is None:
+            return None
         index = self._index(module, package_of(path), source, path)
         index.name = name
         return index
@@ -238,7 +241,9 @@ def _beyond_parser_limits(path: str, source: str) -> FileError | None:
     parse). libcst's native parser would recurse on it until the C stack overflows -- a
     segfault, not an exception -- or run for minutes (`1+1+...` with 10,000 terms)."""
     try:
-        compile(source, path, "exec", ast.PyCF_ONLY_AST)
+        with warnings.catch_warnings():  # SyntaxWarnings about the checked code are not tcl's output
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST)
     except RecursionError:
         return FileError(path, 0, "cannot parse: expressions nested too deeply (Python cannot compile this file either)")
     except MemoryError:
@@ -288,7 +293,9 @@ def _internal_error(path: str, module: cst.Module, exc: BaseException) -> FileEr
 def _syntax_error(path: str, source: str, exc: cst.ParserSyntaxError) -> FileError:
     """Python's own message when it has one ("'(' was never closed"), else libcst's."""
     try:
-        compile(source, path, "exec", ast.PyCF_ONLY_AST)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST)
     except SyntaxError as python_error:
         return FileError(path, python_error.lineno or exc.raw_line, f"cannot parse: {python_error.msg}")
     except (ValueError, RecursionError, MemoryError):
@@ -525,6 +532,10 @@ class FileAnalysis:
 
     def _candidates_with_reach(self) -> list[tuple[Candidate, tuple[str, ...]]]:
         reach: dict[int, set[str]] = defaultdict(set)
+        callees: dict[int, list[int]] = defaultdict(list)  # caller -> callees, built once
+        for callee, callers in self.callers.items():
+            for caller in callers:
+                callees[caller].append(callee)
         for key, name in self.entries.items():
             stack = [key]
             seen = set()
@@ -534,7 +545,7 @@ class FileAnalysis:
                     continue
                 seen.add(current)
                 reach[current].add(name)
-                stack.extend(callee for callee, callers in self.callers.items() if current in callers)
+                stack.extend(callees.get(current, ()))
         output = []
         for key, result in self.results.items():
             entries = tuple(sorted(reach[key] - {self.functions[key].qualname})) if key not in self.entries else ()

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import threading
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -97,6 +98,7 @@ _WORKER_TIMEOUT: float | None = None
 
 def _init_worker(config: Config, project: ProjectScan, timeout: float | None = None) -> None:
     global _WORKER_ANALYZER, _WORKER_TIMEOUT
+    _quiet_about_checked_code()
     _WORKER_ANALYZER = Analyzer(config, project)
     _WORKER_TIMEOUT = timeout
 
@@ -193,7 +195,20 @@ def run(
     file_timeout: float | None = None,
 ) -> RunResult:
     """Check every file under `paths`. `cache`: a tcl.cache.Cache (None: no cache);
-    `file_timeout`: seconds one file's analysis may take (None: no limit)."""
+    `file_timeout`: CPU seconds one file's analysis may take (None: no limit)."""
+    with warnings.catch_warnings():
+        _quiet_about_checked_code()
+        return _run(paths, config, jobs, root, cache, file_timeout)
+
+
+def _quiet_about_checked_code() -> None:
+    """Python warns while parsing odd code (`1if x else 2`, "\\d"): one line per bad file is
+    tcl's promise, and those warnings are about the checked code, not tcl."""
+    warnings.simplefilter("ignore", SyntaxWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
+
+
+def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
     jobs = jobs or os.cpu_count() or 1

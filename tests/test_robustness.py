@@ -139,6 +139,15 @@ def test_line_endings_and_bom_keep_positions(tmp_path, data):
     assert len(lines) == 1 and lines[0].startswith("endings.py:6:5: TCL101 "), lines
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_python_warnings_about_the_checked_code_are_not_printed(tmp_path, jobs):
+    odd = GOOD.replace("print(x)", "y = 1if x else 2\n    print(y)").replace("return x", 'return "\\d"')
+    for i in range(runner.PARALLEL_THRESHOLD + 2):
+        (tmp_path / f"odd{i:02}.py").write_text(odd)
+    result = check_tree(tmp_path, "x.py", None, "-j", jobs)
+    assert result.returncode == 1 and result.stderr == "", result.stderr
+
+
 def test_python2_syntax(tmp_path):
     line = one_error(check_tree(tmp_path, "py2.py", 'import torch\nprint "x"\n'), "py2.py")
     assert line.startswith("py2.py:2: cannot parse: Missing parentheses in call to 'print'")
