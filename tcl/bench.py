@@ -8,7 +8,6 @@ timeout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil

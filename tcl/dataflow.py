@@ -53,16 +53,11 @@ META_METHODS = frozenset({
     "storage_offset", "type", "is_pinned", "has_names", "is_set_to", "data_ptr",
     "untyped_storage", "is_inference",
 })
-SCALAR_METHODS = frozenset({"item", "tolist"})
 BOOL_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",
     "logical_xor", "isnan", "isinf", "isfinite", "isclose", "isneginf", "isposinf", "eq_",
     "ne_", "signbit",
 })
-# Tensor methods that never return a tensor of the caller's data, e.g. `.to(...)` does but
-# `.tolist()` does not; anything not listed on a tensor gives a tensor.
-NON_TENSOR_METHODS = META_METHODS | SCALAR_METHODS | frozenset({"numpy", "backward", "register_hook", "__len__"})
-
 # torch functions that return metadata or Python values rather than tensor data.
 TORCH_META_FUNCTIONS = frozenset({
     "torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",
@@ -94,7 +89,6 @@ META_BUILTINS = frozenset({
 SCALAR_BUILTINS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
 TENSOR_PRESERVING_BUILTINS = frozenset({"builtins.max", "builtins.min", "builtins.sum", "builtins.abs", "builtins.pow", "builtins.round"})
 
-TENSOR_TYPE_NAMES = frozenset({"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "BoolTensor"})
 NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "Callable"})
 
 

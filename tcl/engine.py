@@ -71,12 +71,12 @@ class Analyzer:
         if not might_trace(source):
             report.skipped = True
             return report
-        module, problem = parse_source(path, source)
+        module, problem, tree = parse_source(path, source)
         if module is None:
             report.errors.append(problem)
             return report
         try:
-            index = self._index(module, package, source, path)
+            index = self._index(module, package, source, path, tree)
             analysis = FileAnalysis(index, self)
             candidates = analysis.run()
             if nodes is not None:  # `tcl fix` also wants the module, the analysis, the nodes
@@ -93,9 +93,9 @@ class Analyzer:
             report.errors.append(_internal_error(path, module, exc))
         return report
 
-    def _index(self, module: cst.Module, package: str, source: str, path: str) -> ModuleIndex:
+    def _index(self, module: cst.Module, package: str, source: str, path: str, tree=None) -> ModuleIndex:
         index = build_index(module, package, source, self.known_modules)
-        index.path, index.source, index.module = path, source, module
+        index.path, index.source, index.module, index.python_tree = path, source, module, tree
         return index
 
     def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:
@@ -111,10 +111,10 @@ class Analyzer:
             source = read_source(path)
         except SourceError:
             return None  # reported when that file itself is checked
-        module, _ = parse_source(path, source)  # the same crash guards as the file's own check
+        module, _, tree = parse_source(path, source)  # the same crash guards as the file's own check
         if module is None:
             return None
-        index = self._index(module, package_of(path), source, path)
+        index = self._index(module, package_of(path), source, path, tree)
         index.name = name
         return index
 
@@ -128,7 +128,7 @@ class Analyzer:
         for group in by_module.values():
             index = group[0][0].function.index
             functions = list({id(c.function): c.function for c, _ in group}.values())
-            ranges = function_ranges(index.module, index.source, functions)
+            ranges = function_ranges(index.module, index.source, functions, index.python_tree)
             noqa = NoqaMap(index.source)
             for candidate, reached_from in group:
                 finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
@@ -186,23 +186,27 @@ MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
 _STACK_LOCK = threading.Lock()
 
 
-def parse_source(path: str, source: str) -> tuple[cst.Module | None, FileError | None]:
-    """libcst.parse_module that never crashes the process: (module, None) or (None, one-line error)."""
-    beyond = _beyond_parser_limits(path, source)
+def parse_source(path: str, source: str):
+    """libcst.parse_module that never crashes the process.
+
+    Returns (module, None, python_tree) or (None, one-line error, None). `python_tree` is the
+    `ast` tree the crash guard builds anyway; positions reuse it instead of parsing again.
+    """
+    beyond, tree = _beyond_parser_limits(path, source)
     if beyond is not None:
-        return None, beyond
+        return None, beyond, None
     try:
         if source.count(" and ") + source.count(" or ") > DEEP_STACK_BOOLEAN_OPERATORS:
-            return _parse_with_deep_stack(source), None
-        return cst.parse_module(source), None
+            return _parse_with_deep_stack(source), None, tree
+        return cst.parse_module(source), None, tree
     except cst.ParserSyntaxError as exc:
-        return None, _syntax_error(path, source, exc)
+        return None, _syntax_error(path, source, exc), None
     except (RecursionError, MemoryError) as exc:
-        return None, FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)")
+        return None, FileError(path, 0, f"cannot parse: {type(exc).__name__} (input too deeply nested or too large)"), None
     except BaseException as exc:  # a libcst bug (pyo3 panics are BaseExceptions)
         if not _is_bug(exc):
             raise
-        return None, FileError(path, 0, f"cannot parse: internal error in libcst: {_describe(exc)}")
+        return None, FileError(path, 0, f"cannot parse: internal error in libcst: {_describe(exc)}"), None
 
 
 def _parse_with_deep_stack(source: str) -> cst.Module:
@@ -236,28 +240,29 @@ def _parse_with_deep_stack(source: str) -> cst.Module:
     return outcome["module"]  # type: ignore[return-value]
 
 
-def _beyond_parser_limits(path: str, source: str) -> FileError | None:
+def _beyond_parser_limits(path: str, source: str):
     """Input CPython itself refuses as too deep, found by its C parser (about 1/14 of a libcst
     parse). libcst's native parser would recurse on it until the C stack overflows -- a
     segfault, not an exception -- or run for minutes (`1+1+...` with 10,000 terms)."""
     try:
         with warnings.catch_warnings():  # SyntaxWarnings about the checked code are not tcl's output
             warnings.simplefilter("ignore")
-            compile(source, path, "exec", ast.PyCF_ONLY_AST)
+            tree = compile(source, path, "exec", ast.PyCF_ONLY_AST)
     except RecursionError:
-        return FileError(path, 0, "cannot parse: expressions nested too deeply (Python cannot compile this file either)")
+        return FileError(path, 0, "cannot parse: expressions nested too deeply (Python cannot compile this file either)"), None
     except MemoryError:
-        return FileError(path, 0, "cannot parse: file too large to parse")
+        return FileError(path, 0, "cannot parse: file too large to parse"), None
     except SyntaxError as exc:
         # "too many nested parentheses", "too many levels of indentation"; other syntax errors
         # (or syntax newer than this Python) are left to libcst.
         if (exc.msg or "").startswith("too many"):
-            return FileError(path, exc.lineno or 0, f"cannot parse: {exc.msg}")
+            return FileError(path, exc.lineno or 0, f"cannot parse: {exc.msg}"), None
+        tree = None
     except Exception:  # ValueError (NUL bytes) and the like: libcst decides
-        pass
+        tree = None
     if source.count(" and ") + source.count(" or ") > MAX_BOOLEAN_OPERATORS:
-        return FileError(path, 0, f"cannot parse: more than {MAX_BOOLEAN_OPERATORS:,} `and`/`or` operators (too large for libcst's parser)")
-    return None
+        return FileError(path, 0, f"cannot parse: more than {MAX_BOOLEAN_OPERATORS:,} `and`/`or` operators (too large for libcst's parser)"), None
+    return None, tree
 
 
 def _is_bug(exc: BaseException) -> bool:

@@ -7,7 +7,7 @@ functions (their return kinds).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import libcst as cst
 
@@ -17,9 +17,6 @@ from .dataflow import (
     is_tensor, join,
 )
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, is_torch_module_base
-
-if TYPE_CHECKING:
-    pass
 
 TENSOR_ATTRIBUTES_OF_MODULES = ("weight", "bias")
 # torch namespaces whose functions mostly return objects, not tensor data.

@@ -88,6 +88,7 @@ class ModuleIndex:
     path: str = ""
     source: str = ""
     module: cst.Module | None = None
+    python_tree: object = None  # the `ast` tree of the same source, when one was built
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         return canonical(self.imports.qualify(node, self.local_defs))

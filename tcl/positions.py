@@ -31,10 +31,13 @@ def _state(module: cst.Module, sink: _RangeSink) -> PositionProvidingCodegenStat
     )
 
 
-def function_ranges(module: cst.Module, source: str, functions) -> dict[cst.CSTNode, CodeRange]:
-    """Ranges of every node inside `functions` (FunctionInfo objects of this module)."""
+def function_ranges(module: cst.Module, source: str, functions, tree=None) -> dict[cst.CSTNode, CodeRange]:
+    """Ranges of every node inside `functions` (FunctionInfo objects of this module).
+
+    `tree`: the `ast` tree of `source` if the caller already has one (the parse guard builds it).
+    """
     sink = _RangeSink()
-    starts = _ast_def_starts(source)
+    starts = _ast_def_starts(source, tree)
     slow_tops: set[int] = set()
     for function in functions:
         if not _function_ranges(module, function, starts, sink):
@@ -44,12 +47,13 @@ def function_ranges(module: cst.Module, source: str, functions) -> dict[cst.CSTN
     return sink._computed
 
 
-def _ast_def_starts(source: str) -> dict[tuple[str | None, str], tuple[int, int, int]]:
+def _ast_def_starts(source: str, tree=None) -> dict[tuple[str | None, str], tuple[int, int, int]]:
     """(class or None, function) -> (first decorator line, def line, def column), top levels only."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
     starts = {}
 
     def add(owner, node):

@@ -12,11 +12,11 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from .config import Config
 from .engine import Analyzer, FileReport
-from .files import Excluder, Problem, SourceError, discover, package_of, read_source
+from .files import DEFAULT_EXCLUDES, Excluder, Problem, SourceError, discover, package_of, read_source
 from .findings import FileError
 from .project import ProjectScan, scan
 
@@ -170,7 +170,7 @@ def _per_file_ignores(path: str, config: Config) -> list[str]:
 
 
 def collect_files(paths: list[str], config: Config, root: str = ".") -> tuple[list[str], list[FileError]]:
-    excluder = Excluder(list(config.exclude) + list(_default_excludes()), root)
+    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root)
     files, errors = [], []
     for item in discover(paths, excluder):
         if isinstance(item, Problem):
@@ -180,10 +180,6 @@ def collect_files(paths: list[str], config: Config, root: str = ".") -> tuple[li
     return list(dict.fromkeys(files)), errors
 
 
-def _default_excludes() -> Iterable[str]:
-    from .files import DEFAULT_EXCLUDES
-
-    return DEFAULT_EXCLUDES
 
 
 def run(

@@ -282,9 +282,6 @@ class FunctionWalker(cst.CSTVisitor):
             value = self.kind(original_node.value)
             self._assign_name(name, Kind.TENSOR if is_tensor(value) or is_tensor(current) else join(current, value))
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        pass
-
     def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
         self._bind_target(original_node.target, self.kind(original_node.value))
 
