@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_parser as add_bench_parser
 
     add_bench_parser(commands)  # `tcl bench` imports and runs the code: see tcl/bench.py
+    commands.add_parser(
+        "lsp", help="run the language server on stdin/stdout (needs pygls: the tcl[lsp] extra)",
+        description="Language server: tcl check's findings as diagnostics, tcl fix's rewrites as "
+        "quick fixes. Speaks LSP on stdin/stdout; see docs/integrations.md.",
+    )
     return parser
 
 
@@ -166,6 +171,20 @@ def cmd_fix(args: argparse.Namespace) -> int:
     return run_fix(args, resolve_config(args, args.paths))
 
 
+def cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        from .lsp import serve
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in ("pygls", "lsprotocol", "cattrs"):
+            raise
+        sys.stderr.write(
+            "tcl: `tcl lsp` needs pygls: pip install \"tcl[lsp]\" (tcl's lsp extra, from its repository "
+            "or checkout: pip install \"./tcl[lsp]\")\n"
+        )
+        return EXIT_ERROR
+    return serve()
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import cmd_bench as run_bench
 
@@ -210,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"check": cmd_check, "rules": cmd_rules, "explain": cmd_explain, "verify": cmd_verify}
     handlers["fix"] = cmd_fix
     handlers["bench"] = cmd_bench
+    handlers["lsp"] = cmd_lsp
     try:
         return handlers[args.command](args)
     except ConfigError as exc:

@@ -4,6 +4,9 @@ Unlike `tcl check`, this imports and executes the code it verifies.
 
 Examples: with ``--example SPEC`` exactly those functions run; without, every checked file that
 defines a module-level ``tcl_examples()``.  Each returns ``(callable_or_module, args, kwargs)``.
+``--replay RECORDING`` adds the calls `pytest --tcl-record` recorded (plugins/tcl_pytest.py): each
+recorded nn.Module class becomes an example of the checked file that defines it, and the child
+unpickles the module and its inputs (which executes pickled code: replay your own recordings).
 
 Processes.  The parent (this module) never imports user code, nor torch on CPU.  It runs the
 static analysis, then hands the examples to child processes (tcl/verify_child.py, fresh
@@ -108,6 +111,12 @@ def add_verify_parser(commands) -> argparse.ArgumentParser:
         "arguments and returns (callable_or_module, args_tuple, kwargs_dict) items. Repeatable. "
         "Given: exactly these run. Not given: every checked file that defines tcl_examples().",
     )
+    verify.add_argument(
+        "--replay", action="append", default=[], metavar="RECORDING",
+        help="a file written by `pytest --tcl-record`: each recorded nn.Module call becomes an "
+        "example of the checked file defining its class, besides the examples above. Repeatable. "
+        "Loading it unpickles code: replay only recordings you made.",
+    )
     verify.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                         help="auto: CUDA when available, else CPU (default: auto)")
     verify.add_argument("--backend", choices=BACKENDS, default="inductor", help="default: inductor")
@@ -150,10 +159,12 @@ class Source:
     module: str | None  # dotted name, for "module"
     function: str
     sort_key: str
+    recording: str | None = None  # for "replay": the `pytest --tcl-record` file
+    entries: tuple[str, ...] = ()  # for "replay": its records of classes defined in `path`
 
     def to_job(self) -> dict:
         return {"label": self.label, "kind": self.kind, "path": self.path, "module": self.module,
-                "function": self.function}
+                "function": self.function, "recording": self.recording, "entries": list(self.entries)}
 
 
 def _display(path: str) -> str:
@@ -195,6 +206,48 @@ def discover_sources(files: list[str]) -> list[Source]:
             real = os.path.realpath(path)
             sources.append(Source(_display(real), "file", real, None, "tcl_examples", real))
     return sources
+
+
+def replay_sources(recordings: list[str], files: list[str]) -> tuple[list[Source], list[str]]:
+    """One "replay" source per checked file that defines recorded classes, and a note for each
+    recording about the classes it holds from files that are not checked.
+
+    Reads only the recording's index (JSON): the parent never unpickles.  A record belongs to a
+    checked file with the same real path, or, for a project that moved since it was recorded (a
+    CI checkout), to the checked file whose path ends as its module name says (pkg/models.py).
+    """
+    import zipfile
+
+    by_path = {_norm(path): os.path.realpath(path) for path in files}
+    sources, notes = [], []
+    for recording in recordings:
+        try:
+            with zipfile.ZipFile(recording) as archive:
+                index = json.loads(archive.read("index.json"))
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            raise UsageError(f"--replay {recording}: not a `pytest --tcl-record` file ({exc})") from None
+        if index.get("format") != "tcl-recorded-inputs" or not isinstance(index.get("records"), list):
+            raise UsageError(f"--replay {recording}: not a `pytest --tcl-record` file")
+        grouped: dict[str, list[str]] = {}
+        elsewhere = []
+        for record in index["records"]:
+            path = by_path.get(_norm(record.get("file", "")))
+            if path is None:
+                tail = record.get("module", "").replace(".", os.sep)
+                endings = (tail + ".py", os.path.join(tail, "__init__.py"))
+                path = next((real for real in by_path.values() if real.endswith(tuple(os.sep + e for e in endings))), None)
+            if path is None:
+                elsewhere.append(record.get("class", "?"))
+            else:
+                grouped.setdefault(path, []).append(record["entry"])
+        real = os.path.realpath(recording)
+        for path, entries in grouped.items():
+            sources.append(Source(f"{_display(path)} (replay)", "replay", path, None, "", f"{path}:replay:{real}",
+                                  real, tuple(entries)))
+        if elsewhere:
+            notes.append(f"--replay {recording}: {len(elsewhere)} recorded classes are defined in files not "
+                         f"checked here: {', '.join(elsewhere[:5])}{', ...' if len(elsewhere) > 5 else ''}")
+    return sources, notes
 
 
 # --------------------------------------------------------------------------- device
@@ -1040,8 +1093,13 @@ def _verify(args: argparse.Namespace) -> int:
     static = _static(args, args.paths)
     files = [report.path for report in static.reports]
     checked = {_norm(path) for path in files}
-    sources = specs or discover_sources(files)
+    replayed, notes = replay_sources(args.replay, files) if args.replay else ([], [])
+    for note in notes:
+        sys.stderr.write(f"tcl verify: {note}\n")
+    sources = (specs or discover_sources(files)) + replayed
     if not sources:
+        if args.replay:
+            raise UsageError("no examples: no checked file defines tcl_examples() or a recorded class")
         raise UsageError("no examples: no checked file defines tcl_examples(); pass --example SPEC")
     sources = sorted(dict.fromkeys(sources), key=lambda s: s.sort_key)
 

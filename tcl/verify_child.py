@@ -107,7 +107,56 @@ def _load_module(source: dict):
     return module
 
 
+class _Recorded(tuple):
+    """A recorded call as an example, named after its class and the test that made it."""
+
+    title: str = ""
+
+
+def _import_root(path: str, module: str) -> str:
+    """The sys.path entry from which `module` imports as the file `path`."""
+    depth = module.count(".") + (1 if os.path.basename(path) == "__init__.py" else 0)
+    root = os.path.dirname(path)
+    for _ in range(depth):
+        root = os.path.dirname(root)
+    return root
+
+
+def _load_recorded(source: dict) -> list:
+    """The calls `pytest --tcl-record` saved for classes defined in source["path"].
+
+    torch.load with weights_only=False: the module instance is pickled whole (see
+    plugins/tcl_pytest.py), which imports its class and can run code; the recording is the user's.
+    """
+    import zipfile
+
+    import torch
+
+    examples = []
+    with zipfile.ZipFile(source["recording"]) as archive:
+        records = {r["entry"]: r for r in json.loads(archive.read("index.json"))["records"]}
+        for entry in source["entries"]:
+            record = records[entry]
+            root = _import_root(source["path"], record["module"])
+            if root not in sys.path:
+                sys.path.insert(0, root)
+            try:
+                data = torch.load(io.BytesIO(archive.read(entry)), map_location="cpu", weights_only=False)
+                if "module_args" in data:  # keyword arguments saved after the call
+                    kwargs = data["kwargs"]
+                    data = torch.load(io.BytesIO(data["module_args"]), map_location="cpu", weights_only=False)
+                    data["kwargs"] = kwargs
+            except Exception as exc:
+                raise RuntimeError(f"recorded {record['class']} ({entry}): {_describe(exc)}") from exc
+            example = _Recorded((data["module"], tuple(data["args"]), dict(data["kwargs"])))
+            example.title = f"{record['qualname']} from {record.get('test', '?')}"
+            examples.append(example)
+    return examples
+
+
 def _load_examples(source: dict) -> list:
+    if source["kind"] == "replay":
+        return _load_recorded(source)
     module = _load_module(source)
     function = getattr(module, source["function"], None)
     if function is None:
@@ -411,6 +460,9 @@ def _load_and_name(source: dict, events: _Events, started: float, number: int | 
         return None
     names = []
     for example in examples:
+        if getattr(example, "title", None):
+            names.append(example.title)
+            continue
         try:
             names.append(_target_name(example[0]))
         except Exception:  # noqa: BLE001
