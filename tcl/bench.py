@@ -4,6 +4,12 @@ timing, warm-up excluded and the first call (compilation) timed on its own.
 
 Imports and runs the user's code (like `tcl verify`); each file runs in a child process with a
 timeout.
+
+An example is `(target, args, kwargs)` or `(target, args, kwargs, options)` with options:
+  clean  a hand-written clean version of target (same call signature; an nn.Module gets the
+         target's state_dict): timed compiled too, so "after fix" can be compared with it;
+  train  run with autograd on and call `.backward()` on the (scalar) output each step, gradients
+         cleared between steps: a training step instead of inference.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import sys
 import tempfile
 import time
 
-CHILD_TIMEOUT = 900
+CHILD_TIMEOUT = int(os.environ.get("TCL_BENCH_TIMEOUT", "900"))  # seconds per file
 
 
 def add_parser(commands) -> None:
@@ -35,6 +41,7 @@ def add_parser(commands) -> None:
     bench.add_argument("--warmup", type=int, default=5)
     bench.add_argument("--json", dest="json_out", help="write the results here")
     bench.add_argument("--plot", help="write a PNG bar chart here (needs matplotlib)")
+    bench.add_argument("--unsafe-fixes", action="store_true", help="apply unsafe fixes too before timing")
 
 
 def cmd_bench(args) -> int:
@@ -45,7 +52,8 @@ def cmd_bench(args) -> int:
             fixed = os.path.join(tmp, os.path.basename(path))
             shutil.copyfile(path, fixed)
             fix = subprocess.run(
-                [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", fixed],
+                [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", fixed]
+                + (["--unsafe-fixes"] if args.unsafe_fixes else []),
                 capture_output=True, text=True, timeout=300,
             )
             if fix.returncode == 2:
@@ -57,8 +65,12 @@ def cmd_bench(args) -> int:
             start = time.perf_counter()
             try:
                 child = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                sys.stderr.write(f"{path}: timed out after {CHILD_TIMEOUT} s\n")
+            except subprocess.TimeoutExpired as timeout:
+                captured = timeout.stderr or b""
+                if isinstance(captured, bytes):  # on POSIX the partial capture is never decoded
+                    captured = captured.decode(errors="replace")
+                progress = captured.strip().splitlines()[-3:]
+                sys.stderr.write(f"{path}: timed out after {CHILD_TIMEOUT} s; last progress: {progress}\n")
                 continue
             sys.stderr.write(f"{path}: {time.perf_counter() - start:.1f} s\n")
             if child.returncode != 0:
@@ -78,15 +90,17 @@ def cmd_bench(args) -> int:
 def format_table(results: list[dict]) -> str:
     header = (
         f"{'example':34} {'mode':16} {'eager ms':>9} {'as written':>11} {'after fix':>10} "
-        f"{'breaks':>7} {'recovered':>9} {'compile s':>10} {'same out':>8}"
+        f"{'breaks':>7} {'recovered':>9} {'clean ms':>9} {'vs clean':>8} {'compile s':>10} {'same out':>8}"
     )
     lines = [header, "-" * len(header)]
     for r in results:
         recovered = r["written_ms"] / r["fixed_ms"] if r["fixed_ms"] else float("nan")
+        clean = r.get("clean_ms")
+        clean_text = f"{clean:9.3f} {clean / r['fixed_ms']:7.0%}" if clean else f"{'-':>9} {'-':>8}"
         lines.append(
             f"{r['example']:34} {r['mode']:16} {r['eager_ms']:9.3f} {r['written_ms']:11.3f} "
             f"{r['fixed_ms']:10.3f} {r['breaks_written']:>3}->{r['breaks_fixed']:<3} "
-            f"{recovered:8.2f}x {r['compile_fixed_s']:10.1f} {str(r['outputs_match']):>8}"
+            f"{recovered:8.2f}x {clean_text} {r['compile_fixed_s']:10.1f} {str(r['outputs_match']):>8}"
         )
     return "\n".join(lines)
 
@@ -102,11 +116,13 @@ def plot(results: list[dict], path: str) -> None:
         return
     labels = [f"{r['example']}\n{r['mode']}" for r in results]
     xs = range(len(results))
-    width = 0.27
-    fig, ax = plt.subplots(figsize=(max(8, len(results) * 1.2), 5))
-    ax.bar([x - width for x in xs], [r["eager_ms"] for r in results], width, label="eager")
-    ax.bar(list(xs), [r["written_ms"] for r in results], width, label="compiled as written")
-    ax.bar([x + width for x in xs], [r["fixed_ms"] for r in results], width, label="compiled after tcl fix")
+    width = 0.21
+    fig, ax = plt.subplots(figsize=(max(8, len(results) * 1.3), 5))
+    ax.bar([x - 1.5 * width for x in xs], [r["eager_ms"] for r in results], width, label="eager")
+    ax.bar([x - 0.5 * width for x in xs], [r["written_ms"] for r in results], width, label="compiled as written")
+    ax.bar([x + 0.5 * width for x in xs], [r["fixed_ms"] for r in results], width, label="compiled after tcl fix")
+    ax.bar([x + 1.5 * width for x in xs], [r.get("clean_ms") or 0 for r in results], width,
+           label="compiled hand-written clean version")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("ms per call (lower is better)")
@@ -130,7 +146,10 @@ def _to(value, device):
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.to(device)
+        # .to() of a leaf that requires grad is not a leaf: keep it one (it gets the gradients).
+        return value.detach().to(device).requires_grad_(value.requires_grad) if value.is_leaf else value.to(device)
+    if isinstance(value, torch.nn.Module):
+        return value.to(device)  # a model passed to a step function
     if isinstance(value, (list, tuple)):
         return type(value)(_to(v, device) for v in value)
     if isinstance(value, dict):
@@ -143,10 +162,17 @@ def _examples(module, device):
 
     make = getattr(module, "tcl_bench_examples", None) or module.tcl_examples
     prepared = []
-    for target, args, kwargs in make():
+    for example in make():
+        target, args, kwargs = example[:3]
+        options = dict(example[3]) if len(example) > 3 else {}
         if isinstance(target, torch.nn.Module):
             target = target.to(device)
-        prepared.append((target, _to(tuple(args), device), _to(dict(kwargs or {}), device)))
+        clean = options.get("clean")
+        if isinstance(clean, torch.nn.Module):
+            if isinstance(target, torch.nn.Module):
+                clean.load_state_dict(target.state_dict())
+            options["clean"] = clean.to(device)
+        prepared.append((target, _to(tuple(args), device), _to(dict(kwargs or {}), device), options))
     return prepared
 
 
@@ -161,6 +187,27 @@ def _time(fn, args, kwargs, iters, warmup, sync, step=lambda: None) -> float:
         fn(*args, **kwargs)
     sync()
     return (time.perf_counter() - start) / iters * 1000
+
+
+def _training(fn, parameters):
+    """One training step around fn: forward, backward of its scalar output, gradients cleared."""
+
+    def step(*args, **kwargs):
+        for p in parameters:
+            p.grad = None
+        out = fn(*args, **kwargs)
+        out.backward()
+        return out
+
+    return step
+
+
+def _parameters(*targets):
+    import torch
+
+    return [p for t in targets if isinstance(t, torch.nn.Module) for p in t.parameters()] + [
+        p for t in targets for p in getattr(t, "tcl_bench_parameters", ())
+    ]
 
 
 def _detach(value):
@@ -205,25 +252,40 @@ def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
     repaired = _load(fixed, "tcl_bench_fixed")
     results = []
     base = os.path.splitext(os.path.basename(path))[0]
-    for i, ((target, args, kwargs), (target_fixed, _, _)) in enumerate(
+    for i, ((target, args, kwargs, options), (target_fixed, _, _, _)) in enumerate(
         zip(_examples(original, device), _examples(repaired, device))
     ):
         if isinstance(target, torch.nn.Module) and isinstance(target_fixed, torch.nn.Module):
             target_fixed.load_state_dict(target.state_dict())
         name = f"{base}[{i}] {getattr(target, '__name__', type(target).__name__)}"
-        with torch.no_grad():
-            eager_out = target(*args, **kwargs)
-            eager_ms = _time(target, args, kwargs, iters, warmup, sync)
-            breaks_written = _breaks(target, args, kwargs)
-            breaks_fixed = _breaks(target_fixed, args, kwargs)
+        variants = [("written", target), ("fixed", target_fixed)]
+        if options.get("clean") is not None:
+            variants.append(("clean", options["clean"]))
+        train = bool(options.get("train"))
+        # A training step differentiates through the call; inference runs without autograd.
+        grad_mode = torch.enable_grad() if train else torch.no_grad()
+        with grad_mode:
+            params = _parameters(*args, target)
+            eager = _training(target, params) if train else target
+            eager_out = _detach(eager(*args, **kwargs))
+            eager_ms = _time(eager, args, kwargs, iters, warmup, sync)
+            sys.stderr.write(f"tcl bench: {name} eager timed, counting breaks\n")
+            sys.stderr.flush()
+            breaks = {label: _breaks(fn, args, kwargs) for label, fn in variants}
             for mode in modes.split(","):
-                row = {"example": name, "mode": mode, "device": device, "eager_ms": eager_ms,
-                       "breaks_written": breaks_written, "breaks_fixed": breaks_fixed}
+                row = {"example": name, "mode": mode, "device": device, "train": train, "eager_ms": eager_ms,
+                       "breaks_written": breaks["written"], "breaks_fixed": breaks["fixed"]}
+                if "clean" in breaks:
+                    row["breaks_clean"] = breaks["clean"]
                 # reduce-overhead replays CUDA graphs: each call must start a new step.
                 step = torch.compiler.cudagraph_mark_step_begin if mode == "reduce-overhead" else (lambda: None)
-                for label, fn in (("written", target), ("fixed", target_fixed)):
+                for label, fn in variants:
+                    sys.stderr.write(f"tcl bench: {name} {mode} {label}\n")  # progress, shown on a timeout
+                    sys.stderr.flush()
                     torch._dynamo.reset()
                     compiled = torch.compile(fn, backend=backend, mode=None if mode == "default" else mode)
+                    if train:
+                        compiled = _training(compiled, _parameters(*args, fn))
                     sync()
                     start = time.perf_counter()
                     step()
@@ -231,8 +293,8 @@ def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
                     sync()
                     row[f"compile_{label}_s"] = time.perf_counter() - start
                     row[f"{label}_ms"] = _time(compiled, args, kwargs, iters, warmup, sync, step)
-                    if label == "fixed":
-                        row["outputs_match"] = bool(_same(eager_out, out))
+                    if label in ("fixed", "clean"):
+                        row[f"outputs_match{'' if label == 'fixed' else '_clean'}"] = bool(_same(eager_out, out))
                 results.append(row)
     return results
 

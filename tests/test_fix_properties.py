@@ -160,6 +160,21 @@ PATTERNS = [
             return x
         """, ("TCL201",), "x_mask", "(torch.randn(4, 4), torch.randint(0, 2, (4, 4)))",
             dtypes=FLOATS, unsafe=True),
+    Pattern("guard_reporting_branch", """
+        @torch.compile
+        def fn(x):
+            y = x * 2
+            if not torch.isfinite(y).all() or y.abs().max() > 3:
+                print("suspicious values", y.shape)
+            return y
+        """, ("TCL201",), "x", "torch.randn(4, 4) * 3"),
+    Pattern("unsafe_skip_data_check", """
+        @torch.compile
+        def fn(x):
+            if torch.isnan(x).any():
+                raise ValueError("NaN input")
+            return x * 2
+        """, ("TCL201",), "x", "torch.randn(4, 4)", unsafe=True),
     Pattern("unsafe_debugger_removed", """
         @torch.compile
         def fn(x):
