@@ -186,6 +186,26 @@ MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
 _STACK_LOCK = threading.Lock()
 
 
+def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
+    """`return TABLE[key]` / `return TABLE.get(key)` in a property getter: the TABLE names."""
+    tables = []
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is getter.node  # not into nested functions
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            if isinstance(value, cst.Subscript):
+                tables.append(value.value)
+            elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                  and value.func.attr.value == "get"):
+                tables.append(value.func.value)
+
+    getter.node.visit(Returns())
+    return tables
+
+
 def parse_source(path: str, source: str):
     """libcst.parse_module that never crashes the process.
 
@@ -332,6 +352,7 @@ class FileAnalysis:
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
+        self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
@@ -394,6 +415,47 @@ class FileAnalysis:
         getter = self.method_of(caller.owner, node.attr.value)
         return getter if getter is not None and getter.is_property else None
 
+    def dispatch_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
+        """The functions a call through a dispatch table may run: `TABLE[key](...)`, or
+        `self.prop(...)` where the property getter returns `TABLE[key]` / `TABLE.get(key)`.
+        Every entry counts (the key is rarely static): transformers' `self.loss_function`."""
+        func = call.func
+        tables: list[tuple[cst.BaseExpression, ModuleIndex]] = []
+        if isinstance(func, cst.Subscript):
+            tables.append((func.value, caller.index))
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            getter = self.resolve_property(func, caller)
+            if getter is not None:
+                tables.extend((table, getter.index) for table in _returned_tables(getter))
+        targets: list[FunctionInfo] = []
+        for table, index in tables:
+            for function in self._table_entries(table, index):
+                if function not in targets and not function.is_disabled:
+                    targets.append(function)
+        return targets
+
+    def _table_entries(self, table: cst.BaseExpression, index: ModuleIndex) -> list[FunctionInfo]:
+        if not isinstance(table, cst.Name):
+            return []
+        key = (id(index), table.value)
+        if key in self.tables:
+            return self.tables[key]
+        self.tables[key] = []  # a table naming itself cannot loop
+        owner, values = index, index.dispatch_tables.get(table.value)
+        if values is None:
+            qualname = index.qualify(table) or ""
+            module, _, name = qualname.rpartition(".")
+            owner = self.project.index_of(module) if module else None
+            values = owner.dispatch_tables.get(name) if owner is not None else None
+        entries = []
+        for value in values or ():
+            function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None
+            function = function or self._function(owner.qualify(value))
+            if function is not None and function not in entries:
+                entries.append(function)
+        self.tables[key] = entries
+        return entries
+
     def _resolve_uncached(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
         callee = self._resolve(call, caller)
         if callee is None or callee.index is caller.index or callee.index is self.index:
@@ -423,7 +485,8 @@ class FileAnalysis:
             if receiver.value == "self" and owner is not None:
                 method = self.method_of(owner, attr)
                 if method is not None:
-                    return method
+                    # `self.prop(...)` calls what the getter returns, not the getter.
+                    return None if method.is_property else method
                 return self._submodule_forward(owner, attr)
             cls = index.classes.get(receiver.value)
             if cls is not None:
@@ -497,6 +560,7 @@ class FileAnalysis:
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=self._tuple_returns,
             resolve_property=lambda node: self.resolve_property(node, function),
+            dispatch_targets=lambda call: self.dispatch_targets(call, function),
         )
         return walker.run()
 

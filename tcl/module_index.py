@@ -81,6 +81,8 @@ class ModuleIndex:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     loggers: set[str] = field(default_factory=set)
     compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
+    # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
+    dispatch_tables: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     local_defs: frozenset[str] = frozenset()
     known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
     # Where it came from: findings in its functions are reported against this file.
@@ -267,6 +269,13 @@ def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, ow
             if func.endswith(LOGGER_FACTORIES):
                 index.loggers.update(t.value for t in targets if isinstance(t, cst.Name))
             _record_compile_target(value, index, owner)
+        elif isinstance(value, cst.Dict) and owner is None and value.elements:
+            values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            # Only tables of plain names: `{"a": fn_a, "b": mod.fn_b}`, not data dicts.
+            if len(values) == len(value.elements) and all(dotted(v) for v in values):
+                for target in targets:
+                    if isinstance(target, cst.Name):
+                        index.dispatch_tables[target.value] = values
     elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         _record_compile_target(small.value, index, owner)
 

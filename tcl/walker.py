@@ -105,8 +105,10 @@ class FunctionWalker(cst.CSTVisitor):
         plans: dict | None = None,
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
+        dispatch_targets=lambda call: (),
     ) -> None:
         self.tuple_returns = tuple_returns
+        self.dispatch_targets = dispatch_targets
         self.resolve_property = resolve_property
         self.function = function
         self.is_entry = is_entry  # torch.compile calls it directly: arguments come from outside
@@ -315,11 +317,18 @@ class FunctionWalker(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
-        if callee is None:
+        # A call through a dispatch table (`self.loss_function(...)`) may run any of its entries.
+        callees = [callee] if callee is not None else self.dispatch_targets(node)
+        if not callees:
             return
         positional = [self.kind(arg.value) for arg in node.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: self.kind(arg.value) for arg in node.args if arg.keyword is not None}
-        self.result.calls.append((callee, positional, keywords))
+        if callee is None:
+            # Table entries differ in signature: a position says nothing about another entry's
+            # parameter there (`config` in one, `vocab_size` in another); names still do.
+            positional = [Kind.UNKNOWN] * len(positional)
+        for target in callees:
+            self.result.calls.append((target, positional, keywords))
 
     # -- helpers -------------------------------------------------------------------------
     def _inside_nested_function(self) -> bool:

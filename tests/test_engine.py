@@ -384,3 +384,52 @@ def test_property_getters_are_traced_and_setters_do_not_hide_them():
             def forward(self, x):
                 return self.loss_function(x, x)
     ''') == [("TCL104", 11)]
+
+
+def test_calls_through_a_dispatch_table_follow_every_entry(tmp_path):
+    """transformers' `self.loss_function(...)`: a property returning LOSS_MAPPING[key]."""
+    pkg = tmp_path / "pkg"
+    (pkg / "loss").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "loss" / "__init__.py").write_text("")
+    (pkg / "loss" / "ctc.py").write_text(textwrap.dedent('''
+        import torch
+
+        def ctc_loss(logits, labels):
+            with torch.backends.cudnn.flags(enabled=False):
+                return logits.sum() + labels.masked_select(labels >= 0).sum()
+    '''))
+    (pkg / "loss" / "utils.py").write_text(textwrap.dedent('''
+        from .ctc import ctc_loss
+
+        def lm_loss(logits, labels):
+            return logits.mean()
+
+        LOSS_MAPPING = {"ForCTC": ctc_loss, "ForCausalLM": lm_loss}
+        DATA = {"a": 1}
+    '''))
+    (pkg / "model.py").write_text(textwrap.dedent('''
+        from torch import nn
+        from .loss.utils import LOSS_MAPPING
+
+        class Base(nn.Module):
+            @property
+            def loss_function(self):
+                return LOSS_MAPPING[self.loss_type]
+
+        class Model(Base):
+            def forward(self, x, labels):
+                return self.loss_function(logits=x * 2, labels=labels)
+
+        class Direct(nn.Module):
+            def forward(self, x, labels):
+                return LOSS_MAPPING["ForCTC"](x, labels)
+    '''))
+    result = subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+    )
+    lines = result.stdout.splitlines()
+    assert [line.split(" ")[:2] for line in lines] == [
+        ["pkg/loss/ctc.py:5:10:", "TCL411"], ["pkg/loss/ctc.py:6:31:", "TCL301"],
+    ]
+    assert all("(in ctc_loss, reached from Direct.forward, Model.forward)" in line for line in lines)

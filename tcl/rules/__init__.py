@@ -16,6 +16,7 @@ from .side_effects import (
 from .unsupported import (
     AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, InferenceModeQuery,
     ParameterInForward, RecurrentModule, SparseTensor, TensorFormatting, TensorToString,
+    UnsupportedContextManager,
 )
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
@@ -26,6 +27,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         TensorAsSize, DynamicOutputShape, OneHotWithoutNumClasses,
         TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
         DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
+        UnsupportedContextManager,
         ModuleIntCounter, RangeOverIntArgument,
     ],
     key=lambda rule: rule.code,

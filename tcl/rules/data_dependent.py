@@ -329,6 +329,8 @@ SIZE_FUNCTIONS = frozenset({
     "torch.arange", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand",
     "torch.randn", "torch.randint", "torch.linspace", "torch.logspace", "torch.eye",
     "torch.randperm", "torch.tril_indices", "torch.triu_indices",
+    # Dynamo traces NumPy through torch: a NumPy value as a NumPy size is tensor data too.
+    "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.arange",
 })
 
 
@@ -356,7 +358,15 @@ def fn(x):
     n = x.shape[0]
     steps = torch.arange(n)
     return x[: n // 2] + steps[: n // 2, None]
-''')]
+'''), Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x, plan):
+    table = np.zeros((3, len(plan)), dtype=np.int32)
+    return x + 1, table
+''', args="(torch.randn(3), [1, 2, 3])")]
     INVALID = [
         Example('''
 import torch
@@ -373,6 +383,15 @@ def fn(x):
     n = (x > 0).sum()
     return x[:n]  # BREAK
 '''),
+        Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x, plan):
+    table = np.zeros((3, np.sum(plan[:2])), dtype=np.int32)  # BREAK
+    return x + 1, table
+''', args="(torch.randn(3), [1, 2, 3])"),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:

@@ -263,6 +263,8 @@ class SkippedCall(Rule):
         "torch.cuda.manual_seed_all": None, "random.seed": None,
         "random.random": "<2.14",  # traced since 2.14
     }
+    # Whole libraries Dynamo skips (C extensions behind thin Python wrappers).
+    SKIPPED_PACKAGES = ("scipy.",)
     VALID = [
         Example('''
 import torch
@@ -308,6 +310,15 @@ import torch
 def fn(x):
     return x * random.random()  # BREAK
 ''', versions="<2.14"),
+        Example('''
+import torch
+from scipy.optimize import linear_sum_assignment
+
+@torch.compile
+def fn(cost):
+    rows, cols = linear_sum_assignment(cost.numpy())  # BREAK
+    return cost.sum(), rows, cols
+''', args="torch.rand(3, 3)"),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -315,6 +326,8 @@ def fn(x):
 
         name = ctx.qualname(node.func) or ""
         if name in self.SKIPPED and version_matches(self.SKIPPED[name], ctx.version):
+            ctx.report(self, node, self.message.format(name=name))
+        elif name.startswith(self.SKIPPED_PACKAGES):
             ctx.report(self, node, self.message.format(name=name))
 
 

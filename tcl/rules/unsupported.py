@@ -499,3 +499,64 @@ def fn(x):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SPARSE_METHODS and is_tensor(ctx.kind(func.value)):
             ctx.report(self, node, self.message.format(what=f".{func.attr.value}()"))
+
+
+UNSUPPORTED_CONTEXT_MANAGERS = frozenset({
+    "torch.backends.cudnn.flags", "torch.backends.mkldnn.flags",
+    "torch.autograd.detect_anomaly", "torch.autograd.set_detect_anomaly",
+    "torch.autograd.anomaly_mode.detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly",
+    "torch.autograd.graph.saved_tensors_hooks", "torch.autograd.graph.save_on_cpu",
+    "torch.random.fork_rng", "contextlib.redirect_stdout", "contextlib.redirect_stderr",
+})
+
+
+class UnsupportedContextManager(Rule):
+    code = "TCL411"
+    name = "unsupported-context-manager"
+    message = "`with {name}(...)`: Dynamo cannot trace this context manager; the graph breaks"
+    fix = (
+        "enter it outside the compiled region (around the compiled call), or skip it under "
+        "compile: `contextlib.nullcontext() if torch.compiler.is_compiling() else ...`"
+    )
+    gb = (((2, 0), "GB0142"),)
+    alt_gb = ("GB0208", "GB0008")
+    rationale = (
+        "Dynamo models a fixed set of context managers (no_grad, autocast, sdpa_kernel, ...). "
+        "Others (cudnn.flags, detect_anomaly, fork_rng, saved_tensors_hooks, redirect_stdout) "
+        "end the graph at the `with` (measured on torch 2.13)."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    with torch.no_grad(), torch.autocast("cpu", enabled=False):
+        return x * 2
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    with torch.backends.cudnn.flags(enabled=False):  # BREAK
+        y = x * 2
+    return y + 1
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    with torch.random.fork_rng():  # BREAK
+        y = x + torch.rand_like(x)
+    return y
+'''),
+    ]
+
+    def visit_WithItem(self, node: cst.WithItem, ctx) -> None:
+        if not isinstance(node.item, cst.Call):
+            return
+        name = ctx.qualname(node.item.func) or ""
+        if name in UNSUPPORTED_CONTEXT_MANAGERS:
+            ctx.report(self, node.item, self.message.format(name=name))
