@@ -60,6 +60,7 @@ class Analyzer:
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
         self.plans: dict = {}  # node type -> walk plan, shared by every function walked
+        self._wrappers: dict[int, FunctionInfo] = {}  # decorator wrapper node id -> its info
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -104,6 +105,15 @@ class Analyzer:
         result.report = self.check_source(source, path, package, nodes=result)
         result.pairs = sorted((p for p in result.pairs if p[0].path == path), key=lambda p: p[0].sort_key())
         return result
+
+    def wrapper_info(self, decorator: FunctionInfo, node: cst.FunctionDef) -> FunctionInfo:
+        """One FunctionInfo per wrapper node, shared by every file decorated with it."""
+        info = self._wrappers.get(id(node))
+        if info is None or info.node is not node:
+            info = FunctionInfo(f"{decorator.name}.<locals>.{node.name.value}", node, decorator.top,
+                                None, (), decorator.index)
+            self._wrappers[id(node)] = info
+        return info
 
     def _load_foreign(self, path: str, name: str) -> ModuleIndex | None:
         """Another checked file, parsed when traced code calls into it."""
@@ -184,6 +194,61 @@ PARSE_STACK_BYTES = 512 * 2**20
 DEEP_STACK_BOOLEAN_OPERATORS = 2_000  # more `and`/`or` than this in a file: the big stack
 MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
 _STACK_LOCK = threading.Lock()
+
+
+def _returned_wrappers(decorator: cst.FunctionDef, depth: int = 0) -> list[tuple[cst.FunctionDef, str]]:
+    """(wrapper, name of the decorated function inside it): nested functions a decorator
+    returns that call the decorated function (its first parameter); a decorator factory's
+    inner decorator is searched one level down."""
+    params = list(decorator.params.posonly_params) + list(decorator.params.params)
+    nested = {s.name.value: s for s in decorator.body.body if isinstance(s, cst.FunctionDef)}
+    if not params or not nested or depth > 2:
+        return []
+    returned = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is decorator
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value.func if isinstance(node.value, cst.Call) else node.value
+            if isinstance(value, cst.Name) and value.value in nested:
+                returned.add(value.value)
+
+    decorator.visit(Returns())
+    func_name = params[0].name.value
+    wrappers = []
+    for name in sorted(returned):
+        inner = nested[name]
+        if _calls_name(inner, func_name):
+            wrappers.append((inner, func_name))
+        else:
+            wrappers.extend(_returned_wrappers(inner, depth + 1))
+    return wrappers
+
+
+def _calls_name(function: cst.FunctionDef, name: str) -> bool:
+    found = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == name:
+                found.append(node)
+
+    function.body.visit(Calls())
+    return bool(found)
+
+
+def wrapper_param_kinds(wrapper: FunctionInfo, wrapped: str, is_method: bool) -> dict[str, Kind]:
+    """`def wrapper(self, *args, **kwargs)`: self is the module when it wraps a method; what
+    passes through *args/**kwargs is unknown; the decorated function (a closure variable)
+    returns what forward returns, tensor data, like calling a module."""
+    kinds = entry_param_kinds(wrapper)
+    kinds[wrapped] = Kind.MODULE
+    params = list(wrapper.node.params.posonly_params) + list(wrapper.node.params.params)
+    if is_method and params:
+        kinds[params[0].name.value] = Kind.MODULE
+    return kinds
 
 
 def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
@@ -520,6 +585,20 @@ class FileAnalysis:
                 return self.method_of(cls, "forward")
         return None
 
+    def decorator_wrappers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, str]]:
+        """The wrapper functions that decorators from the checked tree put around `function`
+        (`@capture_outputs def forward`): torch.compile traces the wrapper, which calls it."""
+        wrappers = []
+        for name in function.decorators:
+            if not name or name.startswith(("torch.", "builtins.", "functools.", "typing.")):
+                continue
+            decorator = function.index.functions.get(name) or self._function(name)
+            if decorator is None:
+                continue
+            for node, wrapped in _returned_wrappers(decorator.node):
+                wrappers.append((self.analyzer.wrapper_info(decorator, node), wrapped))
+        return wrappers
+
     # -- the fixpoint over traced functions ------------------------------------------------
     def run(self) -> list[tuple[Candidate, tuple[str, ...]]]:
         queue: list[FunctionInfo] = []
@@ -529,6 +608,12 @@ class FileAnalysis:
             self.entries[key] = entry.qualname
             self.param_kinds[key] = entry_param_kinds(entry)
             queue.append(entry)
+            for wrapper, wrapped in self.decorator_wrappers(entry):
+                # Named after the decorated entry: findings read "reached from Model.forward".
+                self.functions[id(wrapper)] = wrapper
+                self.entries[id(wrapper)] = entry.qualname
+                self.param_kinds[id(wrapper)] = wrapper_param_kinds(wrapper, wrapped, is_method=entry.owner is not None)
+                queue.append(wrapper)
         analyses: dict[int, int] = defaultdict(int)
         while queue:
             function = queue.pop(0)
@@ -617,7 +702,10 @@ class FileAnalysis:
                 stack.extend(callees.get(current, ()))
         output = []
         for key, result in self.results.items():
-            entries = tuple(sorted(reach[key] - {self.functions[key].qualname})) if key not in self.entries else ()
+            # An entry's own findings name no callers, except a decorator's wrapper: its name
+            # (`deco.<locals>.wrapper`) says nothing about which forward it wraps.
+            own = key in self.entries and self.entries[key] == self.functions[key].qualname
+            entries = () if own else tuple(sorted(reach[key] - {self.functions[key].qualname}))
             for candidate in result.candidates:
                 output.append((candidate, entries))
         return output

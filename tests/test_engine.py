@@ -433,3 +433,37 @@ def test_calls_through_a_dispatch_table_follow_every_entry(tmp_path):
         ["pkg/loss/ctc.py:5:10:", "TCL411"], ["pkg/loss/ctc.py:6:31:", "TCL301"],
     ]
     assert all("(in ctc_loss, reached from Direct.forward, Model.forward)" in line for line in lines)
+
+
+def test_decorator_wrappers_around_forward_are_traced():
+    """torch.compile traces what a decorator returns (`@capture_outputs def forward`)."""
+    source = textwrap.dedent('''
+        import functools
+        import torch
+        from torch import nn
+
+        def log_calls(func):
+            @functools.wraps(func)
+            def wrapper(self, *args, **kwargs):
+                print("calling", type(self).__name__)
+                out = func(self, *args, **kwargs)
+                if out.sum() > 0:
+                    out = out * 2
+                return out
+            return wrapper
+
+        def keeps_docs(func):
+            def helper():
+                print("not returned: not a wrapper")
+            func.__doc__ = "x"
+            return func
+
+        class M(nn.Module):
+            @log_calls
+            @keeps_docs
+            def forward(self, x):
+                return x + 1
+    ''')
+    found = Analyzer(Config()).check_source(source, "model.py").findings
+    assert [(f.line, f.code) for f in found] == [(9, "TCL101"), (11, "TCL201")]
+    assert all("(in log_calls.<locals>.wrapper, reached from M.forward)" in f.message for f in found)
