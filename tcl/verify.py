@@ -4,7 +4,7 @@ Unlike `tcl check`, this imports and executes the code it verifies.
 
 Examples: with ``--example SPEC`` exactly those functions run; without, every checked file that
 defines a module-level ``tcl_examples()``.  Each returns ``(callable_or_module, args, kwargs)``.
-``--replay RECORDING`` adds the calls `pytest --tcl-record` recorded (plugins/tcl_pytest.py): each
+``--replay RECORDING`` adds the calls `pytest --tcl-record` recorded (plugins/tcl_pytest.py, tcl/recording.py): each
 recorded nn.Module class becomes an example of the checked file that defines it, and the child
 unpickles the module and its inputs (which executes pickled code: replay your own recordings).
 

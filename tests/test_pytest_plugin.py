@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import tcl_pytest
+from tcl import recording
 from tcl import verify_child
 
 torch = pytest.importorskip("torch")
@@ -325,9 +326,9 @@ def test_recorder_first_successful_call_and_keyword_arguments(tmp_path, monkeypa
     monkeypatch.syspath_prepend(str(tmp_path))
     module = __import__(name)
     if not torch_shows_kwargs:  # a torch whose _call_impl no longer holds them
-        monkeypatch.setattr(tcl_pytest, "_call_kwargs", lambda frame, module: None)
+        monkeypatch.setattr(recording, "_call_kwargs", lambda frame, module: None)
     root = str(tmp_path.resolve())
-    recorder = tcl_pytest._Recorder(str(tmp_path / "rec.zip"), [root], root)
+    recorder = recording.Recorder(str(tmp_path / "rec.zip"), [root], root)
     recorder.start()
     try:
         adder = module.Adder()
