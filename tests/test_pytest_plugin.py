@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import tcl_pytest
 from tcl import recording
 from tcl import verify_child
 
