@@ -422,6 +422,46 @@ def test_unsafe_where_needs_unsafe_fixes(source, line):
     assert line in fixed(source, unsafe=True)
 
 
+@pytest.mark.parametrize("test", [
+    "h.dtype == torch.float16 and not torch.isfinite(h).all()",  # transformers' fp16 clamp (BART, LED, NLLB-MoE)
+    "self.training and h.isinf().any()",
+    "not (self.training or h.isinf().any())",
+])
+def test_python_bool_operands_of_and_or_are_not_rewritten(test):
+    # torch.logical_and(False, t) raises TypeError and `self.training.bool()` AttributeError:
+    # found by scripts/fix_library.py, where the rewrite crashed BART's encoder layer.
+    source = f"""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, h):
+                if {test}:
+                    h = torch.clamp(h, min=-60000, max=60000)
+                return h
+        """
+    result = run_fix(source, unsafe=True)
+    assert [f.code for f in result.before] == ["TCL201"]
+    assert not result.changed and result.pending == []
+
+
+def test_a_branch_that_slices_its_value_is_not_rewritten():
+    # torch.where(c, x[..., :-1], x) broadcasts two different shapes: scripts/fix_library.py
+    # found `if last_frame_pad_length > 0: frame = frame[..., :-last_frame_pad_length]` (EnCodec).
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x, pad):
+            if pad.sum() > 0:
+                x = x[..., :-1]
+            return x
+        """
+    result = run_fix(source, unsafe=True)
+    assert [f.code for f in result.before] == ["TCL201"]
+    assert not result.changed and result.pending == []
+
+
 def test_temporaries_are_hoisted_only_with_unsafe_fixes():
     source = """
         import torch
@@ -621,6 +661,66 @@ def test_one_hot_without_derivable_width_is_only_a_suggestion():
     assert not result.changed
     assert [f.safety for f in result.pending] == [SUGGESTION]
     assert "+    return F.one_hot(labels, num_classes=...)\n" in result.pending_diffs[0]
+
+
+# -- branches that only report (TCL201 with a print/log/warn body) ---------------------------
+
+
+def test_reporting_branch_gets_the_guard_in_its_test():
+    assert fixed("""
+        import logging
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compile
+        def fn(x):
+            loss = x.sum()
+            if not torch.isfinite(loss):  # rare
+                logger.warning("non-finite loss")
+                print("bad", loss.shape)
+            if loss > 3 or loss < -3:
+                print("outlier")
+            return loss
+        """) == src("""
+        import logging
+        import torch
+
+        logger = logging.getLogger(__name__)
+
+        @torch.compile
+        def fn(x):
+            loss = x.sum()
+            if not torch.compiler.is_compiling() and not torch.isfinite(loss):  # rare
+                logger.warning("non-finite loss")
+                print("bad", loss.shape)
+            if not torch.compiler.is_compiling() and (loss > 3 or loss < -3):
+                print("outlier")
+            return loss
+        """)
+
+
+@pytest.mark.parametrize("branch", [
+    "if x.sum() > 0:\n        print('pos')\n    else:\n        print('neg')",   # an else: not only reporting
+    "if x.sum() > 0:\n        print('pos')\n        x = x + 1",             # the body computes
+])
+def test_branches_that_do_more_than_report_are_not_guarded(branch):
+    result = run_fix(f"import torch\n\n@torch.compile\ndef fn(x):\n    {branch}\n    return x\n", unsafe=True)
+    assert "is_compiling() and" not in result.fixed
+
+
+def test_a_data_check_that_raises_is_skipped_under_compile_only_with_unsafe_fixes():
+    source = """
+    import torch
+
+    @torch.compile
+    def fn(x):
+        if torch.isnan(x).any():
+            raise ValueError("NaN input")
+        return x
+    """
+    assert not run_fix(source).changed
+    assert "if not torch.compiler.is_compiling() and torch.isnan(x).any():" in fixed(source, unsafe=True)
 
 
 # -- idempotence ------------------------------------------------------------------------------

@@ -68,7 +68,9 @@ def fix_branch(finding, node: cst.CSTNode, ctx) -> Fix | None:
     """TCL201: `node` is the test of an if / conditional expression / assert."""
     parent = ctx.parent(node)
     if isinstance(parent, cst.If) and parent.test is node:
-        return fix_if(finding, parent, node, ctx, Verdict(SAFE, []))
+        from .guards import guard_reporting_branch
+
+        return guard_reporting_branch(finding, parent, ctx) or fix_if(finding, parent, node, ctx, Verdict(SAFE, []))
     if isinstance(parent, cst.IfExp) and parent.test is node:
         return fix_ifexp(finding, parent, node, ctx, Verdict(SAFE, []))
     if isinstance(parent, cst.Assert) and parent.test is node:
@@ -189,6 +191,8 @@ def pair_verdict(a: cst.BaseExpression, b: cst.BaseExpression, ctx, verdict: Ver
     if not (_is_tensor_value(a, ctx) or _is_tensor_value(b, ctx)):
         return False
     qualify = ctx.qualify
+    if _indexes(a, b, qualify) or _indexes(b, a, qualify):
+        return False  # `x[..., :-n]` vs `x`: the branch is there to change the shape
     ca, cb = chain(a, qualify), chain(b, qualify)
     if ca is None or cb is None or ca.base.value != cb.base.value:
         verdict.lower(UNSAFE, f"UNSAFE: {BROADCAST_NOTE}")
@@ -198,6 +202,15 @@ def pair_verdict(a: cst.BaseExpression, b: cst.BaseExpression, ctx, verdict: Ver
     if ca.float_literal or cb.float_literal:
         verdict.lower(UNSAFE, "UNSAFE: a float constant would turn an integer tensor into float32 on both sides")
     return True
+
+
+def _indexes(value: cst.BaseExpression, other: cst.BaseExpression, qualify) -> bool:
+    """`value` indexes or slices the tensor `other` is (through elementwise ops): their shapes
+    differ whenever the branch matters, so torch.where raises or broadcasts to a wrong shape."""
+    if not isinstance(value, cst.Subscript):
+        return False
+    inner, base = chain(value.value, qualify), chain(other, qualify)
+    return inner is not None and base is not None and inner.base.value == base.base.value
 
 
 def condition_verdict(test: cst.BaseExpression, ctx, verdict: Verdict):

@@ -229,6 +229,8 @@ def tensor_condition(test: cst.BaseExpression, ctx) -> Condition | None:
             return None
         return Condition(f"torch.logical_not({inner.code})", inner.zero_dim, inner.exact, True)
     if isinstance(test, cst.BooleanOperation):
+        if not all(tensor_valued(operand, ctx) for operand in _boolean_operands(test)):
+            return None  # the finding vouches for the whole test, not for each operand
         left, right = tensor_condition(test.left, ctx), tensor_condition(test.right, ctx)
         if left is None or right is None:
             return None
@@ -243,6 +245,42 @@ def tensor_condition(test: cst.BaseExpression, ctx) -> Condition | None:
     if not is_bool:
         code = f"{receiver_code(test, code)}.bool()"
     return Condition(code, zero_dim(test, qualify), True, True)
+
+
+def _boolean_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of a `not`/`and`/`or` tree."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _boolean_operands(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _boolean_operands(test.left) + _boolean_operands(test.right)
+    return [test]
+
+
+TENSOR_FUNCTIONS = REDUCTIONS | ELEMENTWISE | BOOL_OPS
+
+
+def tensor_valued(node: cst.BaseExpression, ctx) -> bool:
+    """Provably a tensor, not a Python bool or number. torch.logical_and/or/not raise TypeError
+    and `.bool()` AttributeError on `x.dtype == torch.float16` or `self.training` (transformers'
+    fp16 clamp: `if h.dtype == torch.float16 and not torch.isfinite(h).all():`)."""
+    qualify = ctx.qualify
+    if ctx.is_tensor(node) or zero_dim(node, qualify):
+        return True
+    if isinstance(node, cst.Comparison):
+        if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, COMPARISONS):
+            return False
+        return any(tensor_valued(side, ctx) for side in (node.left, node.comparisons[0].comparator))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return tensor_valued(node.expression, ctx)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+        return tensor_valued(node.left, ctx) or tensor_valued(node.right, ctx)
+    if isinstance(node, cst.Call):
+        function = torch_function(node, qualify)
+        if function is not None:
+            return function in TENSOR_FUNCTIONS
+        method = method_name(node)
+        return method in TENSOR_FUNCTIONS and tensor_valued(node.func.value, ctx)
+    return False
 
 
 # -- pure elementwise chains ------------------------------------------------------------------
