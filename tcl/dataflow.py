@@ -61,6 +61,7 @@ BOOL_METHODS = frozenset({
 # torch functions that return metadata or Python values rather than tensor data.
 TORCH_META_FUNCTIONS = frozenset({
     "torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",
+    "torch.seed", "torch.initial_seed", "torch.get_num_threads", "torch.cuda.current_device",
     "torch.get_default_dtype", "torch.finfo", "torch.iinfo", "torch.Size", "torch.device",
     "torch.dtype", "torch.is_grad_enabled", "torch.is_autocast_enabled",
     "torch.is_inference_mode_enabled", "torch.cuda.is_available", "torch.cuda.device_count",

@@ -304,6 +304,10 @@ class FunctionWalker(cst.CSTVisitor):
                 result.tuple_returns = tuple(join(a, b) for a, b in zip(result.tuple_returns, elements))
             else:
                 result.tuple_returns, result.returns_other = None, True
+        elif isinstance(value, cst.Call):
+            # `return Output(a, b, c)` next to `return (a, b, c)` (the `return_dict` pattern):
+            # only the tuple can be unpacked into names, so its element kinds still hold.
+            pass
         elif not (isinstance(value, cst.Name) and value.value == "None"):
             result.tuple_returns, result.returns_other = None, True
         result.returns = kind if result.returns is None else join(result.returns, kind)

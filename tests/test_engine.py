@@ -467,3 +467,27 @@ def test_decorator_wrappers_around_forward_are_traced():
     found = Analyzer(Config()).check_source(source, "model.py").findings
     assert [(f.line, f.code) for f in found] == [(9, "TCL101"), (11, "TCL201")]
     assert all("(in log_calls.<locals>.wrapper, reached from M.forward)" in f.message for f in found)
+
+
+def test_tuple_return_next_to_an_output_object_keeps_element_kinds():
+    """`return (codes, scales, pad) if not return_dict else Output(codes, scales, pad)`."""
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Codec(nn.Module):
+            def encode(self, x, return_dict=False):
+                frames = [x * 2, x[..., :-1]]
+                pad = frames[0].shape[-1] - frames[-1].shape[-1]
+                if not return_dict:
+                    return (frames, x.std(), pad)
+                return EncoderOutput(frames, x.std(), pad)
+
+            def forward(self, x):
+                frames, scale, pad = self.encode(x)
+                if pad > 0:
+                    x = x[..., :-pad]
+                if scale > 1:
+                    x = x / scale
+                return x
+    ''') == [("TCL201", 17)]
