@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import threading
 import warnings
 from collections import defaultdict
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .config import Config
-from .dataflow import Kind
+from .dataflow import Kind, join
 from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
@@ -44,6 +45,7 @@ class NodeReport:
     module: cst.Module | None = None
     analysis: "FileAnalysis | None" = None
     pairs: list[tuple[Finding, Candidate]] = field(default_factory=list)
+    foreign: list[tuple[Finding, Candidate]] = field(default_factory=list)  # in other files
 
 
 def might_trace(source: str) -> bool:
@@ -61,6 +63,9 @@ class Analyzer:
         self.hooks: dict[str, list] = defaultdict(list)
         self.plans: dict = {}  # node type -> walk plan, shared by every function walked
         self._wrappers: dict[int, FunctionInfo] = {}  # decorator wrapper node id -> its info
+        # `tcl fix`: functions of a file that other files' compiled code reaches, as entries of
+        # that file's own analysis (real path -> qualname -> (parameter kinds, reached from)).
+        self.reached_entries: dict[str, dict[str, tuple[dict, tuple[str, ...]]]] = {}
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -69,7 +74,7 @@ class Analyzer:
     # -- entry points ----------------------------------------------------------------------
     def check_source(self, source: str, path: str, package: str = "", nodes: NodeReport | None = None) -> FileReport:
         report = FileReport(path)
-        if not might_trace(source):
+        if not might_trace(source) and not self.reached_entries.get(os.path.realpath(path)):
             report.skipped = True
             return report
         module, problem, tree = parse_source(path, source)
@@ -103,8 +108,25 @@ class Analyzer:
         """`check_source` for `tcl fix`: the same findings (those of this file), each with its node."""
         result = NodeReport(FileReport(path))
         result.report = self.check_source(source, path, package, nodes=result)
+        result.foreign = [p for p in result.pairs if p[0].path != path]
         result.pairs = sorted((p for p in result.pairs if p[0].path == path), key=lambda p: p[0].sort_key())
         return result
+
+    def note_reached(self, report: "NodeReport") -> None:
+        """Remember which functions of other files `report`'s compiled code reaches, and with
+        what arguments, so that fixing those files sees the same findings `tcl check` reports."""
+        if report.analysis is None:
+            return
+        for finding, candidate in report.foreign:
+            function = candidate.function
+            kinds = report.analysis.param_kinds.get(id(function))
+            if kinds is None or function.index is None or "<locals>" in function.name:
+                continue
+            entries = self.reached_entries.setdefault(os.path.realpath(function.index.path), {})
+            known_kinds, known_from = entries.get(function.qualname, ({}, ()))
+            merged = {name: join(known_kinds[name], kind) if name in known_kinds else kind
+                      for name, kind in kinds.items()}
+            entries[function.qualname] = (merged, tuple(sorted(set(known_from) | set(finding.reached_from))))
 
     def wrapper_info(self, decorator: FunctionInfo, node: cst.FunctionDef) -> FunctionInfo:
         """One FunctionInfo per wrapper node, shared by every file decorated with it."""
@@ -614,6 +636,15 @@ class FileAnalysis:
                 self.entries[id(wrapper)] = entry.qualname
                 self.param_kinds[id(wrapper)] = wrapper_param_kinds(wrapper, wrapped, is_method=entry.owner is not None)
                 queue.append(wrapper)
+        for qualname, (kinds, reached_from) in self.analyzer.reached_entries.get(
+                os.path.realpath(self.index.path), {}).items():
+            function = self._lookup(qualname)
+            if function is None or id(function) in self.entries:
+                continue
+            self.functions[id(function)] = function
+            self.entries[id(function)] = ", ".join(reached_from) or qualname
+            self.param_kinds[id(function)] = dict(kinds)
+            queue.append(function)
         analyses: dict[int, int] = defaultdict(int)
         while queue:
             function = queue.pop(0)

@@ -802,6 +802,35 @@ def test_apply_writes_then_nothing_is_left(model, capsys):
     assert not [p for p in os.listdir(model.parent) if p.endswith(".tcl-fix")]
 
 
+def test_helpers_in_other_files_are_fixed_like_check_reports_them(tmp_path, capsys, monkeypatch):
+    """`tcl check` reports a helper's print in utils.py (reached from model.py's forward);
+    `tcl fix` over the package must fix it there, then both agree that nothing is left."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(src("""
+        def describe(t):
+            print("shape", t.shape)
+            return t
+        """))
+    (pkg / "model.py").write_text(src("""
+        from torch import nn
+        from .utils import describe
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return describe(x) * 2
+        """))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--no-config", "pkg"]) == 1
+    assert "pkg/utils.py:2:5: TCL101" in capsys.readouterr().out
+    assert main(["fix", "--apply", "--no-config", "pkg"]) == 1
+    assert "if not torch.compiler.is_compiling():" in (pkg / "utils.py").read_text()
+    assert "import torch" in (pkg / "utils.py").read_text()
+    capsys.readouterr()
+    assert main(["check", "--no-config", "pkg"]) == 0
+
+
 def test_select_limits_what_is_fixed(tmp_path, capsys):
     path = tmp_path / "m.py"
     path.write_text(src("""

@@ -46,6 +46,7 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     root = str(config.source.parent) if config.source else "."
     files, errors = collect_files(args.paths, config, root)
     analyzer = _analyzer(config, files)
+    _note_cross_file_reach(analyzer, files)
     show_diff = args.diff or not args.apply
     changed_files = fixed = unsafe_pending = suggestions = 0
     remaining = []
@@ -108,6 +109,22 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if changed_files or remaining else EXIT_CLEAN
+
+
+def _note_cross_file_reach(analyzer, files) -> None:
+    """A helper in one file that another file's compiled code calls is a finding of that other
+    file's analysis; fixing the helper's file needs those callers' view (a first pass)."""
+    from ..files import SourceError, package_of
+    from .writer import read
+
+    if len(files) < 2 or not hasattr(analyzer, "note_reached"):
+        return
+    for path in files:
+        try:
+            report = analyzer.check_source_with_nodes(read(path).text, path, package_of(path))
+        except (SourceError, RecursionError):
+            continue  # reported by the fixing pass
+        analyzer.note_reached(report)
 
 
 def _analyzer(config, files):
