@@ -81,6 +81,8 @@ class ModuleIndex:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     loggers: set[str] = field(default_factory=set)
     compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
+    # Targets of `torch.compile(f, dynamic=False)` calls: every new input shape recompiles (TCL503).
+    dynamic_false_targets: set[str] = field(default_factory=set)
     # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
     dispatch_tables: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     local_defs: frozenset[str] = frozenset()
@@ -290,9 +292,14 @@ def _record_compile_target(call: cst.Call, index: ModuleIndex, owner: ClassInfo 
     if name is None:
         return
     if name.startswith("self.") and owner is not None:
-        index.compile_targets.add(f"{owner.name}.{name[5:]}")
-    else:
-        index.compile_targets.add(name)
+        name = f"{owner.name}.{name[5:]}"
+    index.compile_targets.add(name)
+    if any(arg.keyword is not None and arg.keyword.value == "dynamic" and is_false(arg.value) for arg in call.args):
+        index.dynamic_false_targets.add(name)
+
+
+def is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
 
 
 def _mark_module_classes(index: ModuleIndex) -> None:

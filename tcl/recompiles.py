@@ -7,8 +7,11 @@ every call after the first is a recompilation.
 from __future__ import annotations
 
 
-def count_compiles(target, calls) -> int:
-    """Compile `target` once and call it with each args tuple in `calls`; graphs compiled."""
+def count_compiles(target, calls, **options) -> int:
+    """Compile `target` once and call it with each args tuple in `calls`; graphs compiled.
+
+    `options`: torch.compile keywords that change guards (`dynamic=False`), as the checked
+    code passes them; the backend is always the counting one."""
     import torch
 
     compiled = 0
@@ -19,7 +22,7 @@ def count_compiles(target, calls) -> int:
         return graph_module.forward
 
     torch._dynamo.reset()
-    fn = torch.compile(target, backend=counting_backend)
+    fn = torch.compile(target, backend=counting_backend, **options)
     for args in calls:
         fn(*args)
     torch._dynamo.reset()

@@ -101,7 +101,29 @@ def compiles(example) -> int:
         entry = getattr(entry, "_torchdynamo_orig_callable", entry)
         target = entry() if isinstance(entry, type) else entry
         calls = eval(example.calls, {"torch": torch}) if example.calls else [(torch.randn(4, 4),)] * 3
-        return count_compiles(target, calls)
+        return count_compiles(target, calls, **compile_options(example.code, example.entry))
+
+
+# torch.compile keywords that change what Dynamo guards on; the counting backend replaces the rest.
+GUARD_OPTIONS = ("dynamic",)
+
+
+def compile_options(code: str, entry: str) -> dict:
+    """The keywords the example's own torch.compile of `entry` passes (`dynamic=False`): the
+    entry is unwrapped and compiled again with a counting backend, which must keep them."""
+    import ast
+
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == entry:
+            calls = [d for d in node.decorator_list if isinstance(d, ast.Call)]
+        elif isinstance(node, ast.Call) and node.args and ast.unparse(node.args[0]) == entry:
+            calls = [node]
+        else:
+            continue
+        for call in calls:
+            if ast.unparse(call.func).rsplit(".", 1)[-1] == "compile":
+                return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in GUARD_OPTIONS}
+    return {}
 
 
 @pytest.mark.parametrize("rule, example", INVALID_CASES)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from .base import Example, Rule
+from .catalog import (
+    ContextVarInCompiledRegion, HookRegisteredInCompiledRegion, RngStateInCompiledRegion,
+    SortByTensor, TorchCheckMessage,
+)
 from .data_dependent import (
     DataDependentBranch, ItemCall, ScalarConversion, TensorAsSize, TensorAssertWithMessage,
     TolistCall,
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
-from .recompiles import ModuleIntCounter, RangeOverIntArgument
+from .recompiles import (
+    DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
+)
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
     SkippedCall, WarningsWarn,
@@ -28,7 +34,9 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
         DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
         UnsupportedContextManager,
-        ModuleIntCounter, RangeOverIntArgument,
+        RngStateInCompiledRegion, HookRegisteredInCompiledRegion, SortByTensor,
+        ContextVarInCompiledRegion, TorchCheckMessage,
+        ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
     ],
     key=lambda rule: rule.code,
 ))
