@@ -335,6 +335,8 @@ SIZE_FUNCTIONS = frozenset({
 
 
 class TensorAsSize(Rule):
+    _walk = None  # the walker of the function being checked, and the names read as sizes in it
+    _read: set = frozenset()
     code = "TCL206"
     name = "tensor-as-python-size"
     message = "tensor data used as {what}: Dynamo reads it into a Python int and breaks the graph"
@@ -392,6 +394,17 @@ def fn(x, plan):
     table = np.zeros((3, np.sum(plan[:2])), dtype=np.int32)  # BREAK
     return x + 1, table
 ''', args="(torch.randn(3), [1, 2, 3])"),
+        # The second read of the same tensor as a bound does not break again.
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, counts):
+    n = counts[0]
+    head = torch.tanh(x[:, :n])  # BREAK
+    tail = torch.sigmoid(x[:, n:])
+    return head.sum() + tail.sum()
+''', args="(torch.randn(2, 4), torch.tensor([2]))"),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -403,14 +416,13 @@ def fn(x, plan):
                 values = [arg.value]
                 if isinstance(arg.value, (cst.Tuple, cst.List)):
                     values = [el.value for el in arg.value.elements]
-                if any(is_tensor(ctx.kind(v)) for v in values):
+                if self._first_use(values, ctx):
                     ctx.report(self, node, self.message.format(what=f"a size of {name}()"))
                     return
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "narrow" and is_tensor(ctx.kind(func.value)):
-            bounds = [a.value for a in node.args[1:]]
-            if any(is_tensor(ctx.kind(b)) for b in bounds):
+            if self._first_use([a.value for a in node.args[1:]], ctx):
                 ctx.report(self, node, self.message.format(what="a narrow() bound"))
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
@@ -420,6 +432,21 @@ def fn(x, plan):
             index = element.slice
             if isinstance(index, cst.Slice):
                 bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
-                if any(is_tensor(ctx.kind(b)) for b in bounds):
+                if self._first_use(bounds, ctx):
                     ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124")
                     return
+
+    def _first_use(self, values, ctx) -> bool:
+        """Whether tensor data is read as a size here for the first time in this function.
+        Measured on 2.13: once `x[:, :n]` has broken the graph, `x[:, n:]` with the same tensor
+        `n` further down does not break again (the resumed frame gets `n` as a Python int)."""
+        tensors = [v for v in values if is_tensor(ctx.kind(v))]
+        if not tensors:
+            return False
+        if self._walk is not ctx:
+            self._walk, self._read = ctx, set()
+        names = {v.value for v in tensors if isinstance(v, cst.Name)}
+        if len(names) == len(tensors) and names <= self._read:
+            return False
+        self._read |= names
+        return True
