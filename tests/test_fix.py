@@ -924,3 +924,36 @@ def test_clean_file_exits_0(tmp_path, capsys):
     path.write_text("import torch\n\n@torch.compile\ndef fn(x):\n    return x + 1\n")
     assert main(["fix", "--no-config", str(path)]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_torch_imported_only_lazily_gets_a_top_level_import_and_only_as_unsafe():
+    """transformers' import_utils.py imports torch inside functions and under TYPE_CHECKING:
+    the guard needs `torch` at module level (NameError otherwise), and adding that import
+    changes an optional dependency into a required one, so the fix is unsafe."""
+    source = """
+    import logging
+    from typing import TYPE_CHECKING
+
+    import torch.nn as nn
+
+    if TYPE_CHECKING:
+        import torch
+
+    logger = logging.getLogger(__name__)
+
+    def lazy():
+        import torch
+        return torch.ones(1)
+
+    class M(nn.Module):
+        def forward(self, x):
+            logger.debug("x %s", x.shape)
+            return x
+    """
+    assert not run_fix(source).changed
+    fixed_source = fixed(source, unsafe=True)
+    assert "\nimport torch\n" in fixed_source
+    namespace = {}
+    exec(compile(fixed_source, "model.py", "exec"), namespace)
+    import torch
+    namespace["M"]()(torch.ones(2))  # runs: `torch` is bound where the guard reads it

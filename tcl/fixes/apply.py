@@ -62,6 +62,12 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
         if report.module is None:
             break
         fixes = collect_fixes(report, pairs, analyzer.version, result.warnings)
+        if any(f.needs_torch for f in fixes) and imports_torch_lazily(report.module):
+            for fix in fixes:
+                if fix.needs_torch and fix.safety > UNSAFE:
+                    fix.safety = UNSAFE
+                    fix.note = (fix.note + "; " if fix.note else "") + (
+                        "UNSAFE: adds a top-level `import torch` to a module that imports torch lazily")
         chosen = select(fixes, threshold, _parents(report.module)) if round_number < MAX_ROUNDS else []
         if not chosen:
             result.remaining = findings
@@ -87,8 +93,42 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
 
 
 def torch_bound(report) -> bool:
-    index = report.analysis.index if report.analysis is not None else None
-    return index is not None and index.imports.aliases.get("torch") == "torch"
+    """Whether the name `torch` is bound when the module runs: `import torch` at the top level
+    or in a top-level `try`. Under `if TYPE_CHECKING:` or inside functions it is not."""
+    return report.module is not None and _imports_torch(report.module.body, top=True)
+
+
+def _imports_torch(body, top: bool = False) -> bool:
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import) and any(
+                    alias.evaluated_name == "torch" and alias.asname is None for alias in small.names
+                ):
+                    return True
+        elif top and isinstance(statement, cst.Try) and _imports_torch(statement.body.body):
+            return True
+    return False
+
+
+def imports_torch_lazily(module: cst.Module) -> bool:
+    """`import torch` only inside functions or conditional blocks: the module keeps torch an
+    optional, deferred dependency, which a top-level `import torch` would change."""
+    return not _imports_torch(module.body, top=True) and any(
+        isinstance(n, cst.Import) and any(a.evaluated_name == "torch" for a in n.names)
+        for n in _all_imports(module)
+    )
+
+
+def _all_imports(module: cst.Module) -> list:
+    found = []
+
+    class Imports(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            found.append(node)
+
+    module.visit(Imports())
+    return found
 
 
 def syntax_problem(source: str, path: str) -> str | None:
