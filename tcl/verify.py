@@ -703,6 +703,13 @@ class FileShape:
                     inner = (start, end, kind)
         return inner
 
+    def def_line(self, line: int) -> int:
+        """A decorator's line -> the `def` line it decorates (code objects and tcl's findings
+        on decorators start there; the ast range of a function starts at `def`)."""
+        while self.line_text(line).lstrip().startswith("@") and line < len(self.lines):
+            line += 1
+        return line
+
     def line_text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
@@ -810,9 +817,13 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape) -> bool:
     if not rec.get("path") or _norm(rec["path"]) != finding_path or not rec.get("line"):
         return False
     file = shape(finding_path)
-    function = file.function_at(line)
-    if function is None or file.function_at(rec["line"]) != function:
+    function = file.function_at(file.def_line(line))
+    if function is None or file.function_at(file.def_line(rec["line"])) != function:
         return False
+    if file.def_line(line) != line or line == function[0]:
+        # A finding on the function's header (`@torch.compile(dynamic=False)`): the hazard is
+        # the frame's static shapes, so any size guard of that frame is the predicted one.
+        return "size mismatch" in reason or "stride mismatch" in reason
     guard = re.sub(r"'[^']*'|\"[^\"]*\"", "", reason.split(": ", 1)[-1].split(" # ", 1)[0])
     text = file.line_text(line)
     names = {n for n in _GUARD_NAMES.findall(guard) if n not in ("L", "G", "self", "tensor", "size",
@@ -891,10 +902,13 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             hits = [r for r in recompiles if _recompile_matches(path, finding.line, r, shape)]
             for rec in hits:
                 rec["findings"].append(f"{finding.code}@{finding.line}")
-            function = shape(path).function_at(finding.line)
+            function = shape(path).function_at(shape(path).def_line(finding.line))
+            if function is not None and shape(path).def_line(finding.line) != finding.line:
+                # On a decorator: the hazard "ran" when the function's body did.
+                ran = any(function[0] <= n <= function[1] for n in executed.get(path, ()))
             # A recompile hazard anywhere in a frame that runs eagerly never sets up a guard.
             skip = next((k for k in skips if k.path == path and k.function == function
-                         and k.frame_start <= finding.line), None)
+                         and k.frame_start <= shape(path).def_line(finding.line)), None)
             if hits:
                 best = next((r for r in hits if not r.get("expected")), hits[0])
                 entry.update(status="confirmed", runtime_reason=best["reason"],

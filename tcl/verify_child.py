@@ -247,6 +247,20 @@ def _bump_ints(args, kwargs, extra: int):
     return tuple(bump(a) for a in args), {k: bump(v) for k, v in kwargs.items()}
 
 
+def _list_arguments(args, kwargs) -> list[str]:
+    """Names of the top-level non-empty list arguments: "arg0", "chunks"."""
+    names = [f"arg{i}" for i, a in enumerate(args) if isinstance(a, list) and a]
+    return names + [k for k, v in kwargs.items() if isinstance(v, list) and v]
+
+
+def _grow_lists(args, kwargs):
+    """Every top-level list argument gets one more element (a copy of its last one)."""
+    def grow(value):
+        return value + value[-1:] if isinstance(value, list) and value else value
+
+    return tuple(grow(a) for a in args), {k: grow(v) for k, v in kwargs.items()}
+
+
 def _modules_in(target, args, kwargs) -> list:
     import torch
 
@@ -277,9 +291,22 @@ def _metrics():
 
 
 def _recompiles(target, args, kwargs, job) -> tuple[list[dict], str | None]:
+    """`_probe_recompiles` with the job's backend; if the example fails there (inductor's donated
+    buffers refuse a second backward through `autograd.grad(create_graph=True)`), again with the
+    eager backend: recompiles come from Dynamo's guards, which do not depend on the backend."""
+    found, error = _probe_recompiles(target, args, kwargs, job, job["backend"])
+    if error is not None and job["backend"] != "eager":
+        retry, retry_error = _probe_recompiles(target, args, kwargs, job, "eager")
+        if retry_error is None:
+            return retry, None
+    return found, error
+
+
+def _probe_recompiles(target, args, kwargs, job, backend) -> tuple[list[dict], str | None]:
     """Call a fresh compiled copy with the example's inputs, then with the batch dimension grown by
-    one and by two, then with its Python int arguments raised by one and by two, then with
-    train()/eval() toggled; return the recompiles that caused."""
+    one and by two, then with its Python int arguments raised by one and by two, then with its
+    list arguments one element longer, then with train()/eval() toggled; return the recompiles
+    that caused."""
     import torch
 
     from tcl import oracle
@@ -292,8 +319,8 @@ def _recompiles(target, args, kwargs, job) -> tuple[list[dict], str | None]:
     if isinstance(target, torch.nn.Module):
         target = oracle._fresh_target(oracle._to_device(target, device), True)
     args, kwargs = oracle._fresh(oracle._to_device(tuple(args), device), oracle._to_device(kwargs, device))
-    extra = {"mode": job["mode"]} if job["mode"] != "default" else {}
-    compiled = torch.compile(target, backend=job["backend"], **extra)
+    extra = {"mode": job["mode"]} if job["mode"] != "default" and backend == job["backend"] else {}
+    compiled = torch.compile(target, backend=backend, **extra)
 
     # Identical inputs again: a recompile here comes from state the call itself changed (an int
     # counter on the module, a global), which no input change explains.
@@ -307,6 +334,10 @@ def _recompiles(target, args, kwargs, job) -> tuple[list[dict], str | None]:
         names = ", ".join(ints)
         steps.append((f"int {names} +1", lambda: _bump_ints(args, kwargs, 1)))
         steps.append((f"int {names} +2", lambda: _bump_ints(args, kwargs, 2)))
+    lists = _list_arguments(args, kwargs)
+    if lists:
+        # Dynamo guards on a list's length: every new length is a new graph (TCL504).
+        steps.append((f"list {', '.join(lists)} length +1", lambda: _grow_lists(args, kwargs)))
     modules = _modules_in(target, args, kwargs)
     if modules:
         before = "train" if modules[0].training else "eval"
