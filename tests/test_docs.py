@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tcl.docs import anchor, render_rules
+from tcl.docs import anchor, render_rules, rendered_files
 from tcl.rules import ALL_RULES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,6 +18,15 @@ def test_rules_md_is_what_the_generator_writes():
     assert RULES_MD.read_text(encoding="utf-8") == render_rules(), (
         "docs/rules.md is out of date with tcl/rules/: run `python -m tcl.docs` and commit the result"
     )
+
+
+def test_every_rule_page_is_what_the_generator_writes():
+    pages = {path: text for path, text in rendered_files(RULES_MD).items() if path != RULES_MD}
+    assert sorted(p.name for p in pages) == sorted(f"{rule.code}.md" for rule in ALL_RULES)
+    for path, text in pages.items():
+        assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run `python -m tcl.docs`"
+    generated = {p.name for p in pages}
+    assert {p.name for p in (REPO / "docs" / "rules").glob("*.md")} == generated, "a page for a removed rule"
 
 
 def test_check_mode_and_output_option(tmp_path):
