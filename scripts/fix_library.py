@@ -40,7 +40,6 @@ import contextlib
 import copy
 import difflib
 import json
-import math
 import os
 import re
 import shutil
@@ -293,19 +292,9 @@ def _rel(path: str, roots: dict[str, str]) -> str:
 
 
 def _same(a, b) -> bool:
-    import torch
+    from fix_report import same  # the comparison scripts/fix_report.py makes (this folder is on sys.path)
 
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-            return False
-        if a.dtype != b.dtype or a.shape != b.shape:
-            return False
-        if a.dtype.is_floating_point or a.dtype.is_complex:
-            return torch.allclose(a, b, equal_nan=True)
-        return torch.equal(a, b)
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return a == b
+    return same(a, b)
 
 
 def _exact(a, b) -> bool:
