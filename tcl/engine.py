@@ -63,6 +63,9 @@ class Analyzer:
         self.hooks: dict[str, list] = defaultdict(list)
         self.plans: dict = {}  # node type -> walk plan, shared by every function walked
         self._wrappers: dict[int, FunctionInfo] = {}  # decorator wrapper node id -> its info
+        self.settled: dict = {}  # (helper node id, argument kinds) -> (node, FunctionResult)
+        self._ranges: dict[int, tuple] = {}  # another file's function node id -> (node, positions)
+        self._noqas: dict[int, tuple] = {}  # another file's index id -> (index, NoqaMap)
         # `tcl fix`: functions of a file that other files' compiled code reaches, as entries of
         # that file's own analysis (real path -> qualname -> (parameter kinds, reached from)).
         self.reached_entries: dict[str, dict[str, tuple[dict, tuple[str, ...]]]] = {}
@@ -87,7 +90,7 @@ class Analyzer:
             candidates = analysis.run()
             if nodes is not None:  # `tcl fix` also wants the module, the analysis, the nodes
                 nodes.module, nodes.analysis = module, analysis
-            report.findings = self._to_findings(candidates, nodes.pairs if nodes is not None else None)
+            report.findings = self._to_findings(candidates, index, nodes.pairs if nodes is not None else None)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
         except RecursionError:
             report.findings = []
@@ -150,7 +153,7 @@ class Analyzer:
         index.name = name
         return index
 
-    def _to_findings(self, candidates, pairs: list | None = None) -> list[Finding]:
+    def _to_findings(self, candidates, current: ModuleIndex, pairs: list | None = None) -> list[Finding]:
         if not candidates:
             return []
         by_module: dict[int, list] = defaultdict(list)
@@ -160,8 +163,11 @@ class Analyzer:
         for group in by_module.values():
             index = group[0][0].function.index
             functions = list({id(c.function): c.function for c, _ in group}.values())
-            ranges = function_ranges(index.module, index.source, functions, index.python_tree)
-            noqa = NoqaMap(index.source)
+            if index is current:
+                ranges = function_ranges(index.module, index.source, functions, index.python_tree)
+            else:
+                ranges = self._foreign_ranges(index, functions)
+            noqa = self._noqa(index) if index is not current else NoqaMap(index.source)
             for candidate, reached_from in group:
                 finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
                 if finding is not None:
@@ -169,6 +175,28 @@ class Analyzer:
                     if pairs is not None and kept is finding:
                         pairs.append((finding, candidate))
         return sorted(findings.values(), key=Finding.sort_key)
+
+    def _foreign_ranges(self, index: ModuleIndex, functions) -> dict:
+        """Positions in another file's helpers: the same few (transformers' loss functions)
+        hold findings for many checked files, and generating positions is a codegen pass."""
+        ranges = {}
+        for function in functions:
+            kept = self._ranges.get(id(function.node))
+            if kept is None or kept[0] is not function.node:
+                if len(self._ranges) > SETTLED_LIMIT:
+                    self._ranges.clear()
+                kept = (function.node, function_ranges(index.module, index.source, [function], index.python_tree))
+                self._ranges[id(function.node)] = kept
+            ranges.update(kept[1])
+        return ranges
+
+    def _noqa(self, index: ModuleIndex) -> NoqaMap:
+        kept = self._noqas.get(id(index))
+        if kept is None or kept[0] is not index:
+            if len(self._noqas) > SETTLED_LIMIT:
+                self._noqas.clear()
+            kept = self._noqas[id(index)] = (index, NoqaMap(index.source))
+        return kept[1]
 
     @staticmethod
     def _finding(candidate, reached_from, ranges, noqa, path) -> Finding | None:
@@ -216,6 +244,7 @@ PARSE_STACK_BYTES = 512 * 2**20
 DEEP_STACK_BOOLEAN_OPERATORS = 2_000  # more `and`/`or` than this in a file: the big stack
 MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
 _STACK_LOCK = threading.Lock()
+SETTLED_LIMIT = 20_000  # settled helper results kept per process
 
 
 def _returned_wrappers(decorator: cst.FunctionDef, depth: int = 0) -> list[tuple[cst.FunctionDef, str]]:
@@ -653,14 +682,39 @@ class FileAnalysis:
                 continue
             analyses[key] += 1
             previous = self.results.get(key)
-            result = self._walk(function)
+            result = self._settled(function) if previous is None else None
+            if result is None:
+                result = self._walk(function)
             self.results[key] = result
             if previous is None or (previous.returns, previous.tuple_returns) != (result.returns, result.tuple_returns):
                 queue.extend(self.functions[c] for c in self.callers[key] if self.functions[c] not in queue)
             for callee in self._record_calls(function, result):
                 if callee not in queue:
                     queue.append(callee)
+        self._remember_settled()
         return self._candidates_with_reach()
+
+    # Helpers of other files are reached from many checked files with the same arguments
+    # (transformers: every model's `self.loss_function` reaches the same ~25 loss functions).
+    # Their settled results are kept per (function, argument kinds) and reused; they cannot
+    # depend on the calling file: nothing in another file resolves calls into this one.
+    def _settled_key(self, function: FunctionInfo):
+        return id(function.node), frozenset(self.param_kinds[id(function)].items())
+
+    def _settled(self, function: FunctionInfo) -> FunctionResult | None:
+        if function.index is self.index or id(function) in self.entries:
+            return None
+        kept = self.analyzer.settled.get(self._settled_key(function))
+        return kept[1] if kept is not None and kept[0] is function.node else None
+
+    def _remember_settled(self) -> None:
+        settled = self.analyzer.settled
+        if len(settled) > SETTLED_LIMIT:
+            settled.clear()
+        for key, result in self.results.items():
+            function = self.functions[key]
+            if function.index is not self.index and key not in self.entries:
+                settled[self._settled_key(function)] = (function.node, result)
 
     def _walk(self, function: FunctionInfo, hooks=None) -> FunctionResult:
         # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes).
