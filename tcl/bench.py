@@ -205,9 +205,7 @@ def _training(fn, parameters):
 def _parameters(*targets):
     import torch
 
-    return [p for t in targets if isinstance(t, torch.nn.Module) for p in t.parameters()] + [
-        p for t in targets for p in getattr(t, "tcl_bench_parameters", ())
-    ]
+    return [p for t in targets if isinstance(t, torch.nn.Module) for p in t.parameters()]
 
 
 def _detach(value):

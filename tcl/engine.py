@@ -665,8 +665,9 @@ class FileAnalysis:
                 self.entries[id(wrapper)] = entry.qualname
                 self.param_kinds[id(wrapper)] = wrapper_param_kinds(wrapper, wrapped, is_method=entry.owner is not None)
                 queue.append(wrapper)
-        for qualname, (kinds, reached_from) in self.analyzer.reached_entries.get(
-                os.path.realpath(self.index.path), {}).items():
+        reached = self.analyzer.reached_entries  # filled by `tcl fix` only
+        for qualname, (kinds, reached_from) in (reached.get(os.path.realpath(self.index.path), {}).items()
+                                                if reached else ()):
             function = self._lookup(qualname)
             if function is None or id(function) in self.entries:
                 continue

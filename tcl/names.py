@@ -12,6 +12,13 @@ import libcst as cst
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
+# Logging as TCL104 and its fix see it: `logger.debug(...)` on a name that looks like a logger.
+LOG_METHODS = frozenset({
+    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
+    "warning_once", "info_once",
+})
+LOGGER_NAMES = frozenset({"logger", "_logger", "LOGGER", "log", "_log"})
+
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""

@@ -13,7 +13,7 @@ import libcst as cst
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
-from .names import dotted
+from .names import LOGGER_NAMES, dotted
 
 if TYPE_CHECKING:
     from .rules.base import Rule
@@ -140,7 +140,7 @@ class FunctionWalker(cst.CSTVisitor):
         if name in self.index.loggers:
             return True
         last = name.rsplit(".", 1)[-1]
-        return last in ("logger", "_logger", "LOGGER", "log", "_log") and name not in self.env
+        return last in LOGGER_NAMES and name not in self.env
 
     def data_dependent(self, test: cst.BaseExpression) -> bool:
         """Whether Python needs the truth value of tensor data to evaluate `test`."""

@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..names import dotted
+from ..names import LOG_METHODS, LOGGER_NAMES, dotted
 from .base import SAFE, UNSAFE, Fix
 from .exprs import pure
 
-# The reporting calls TCL101/TCL104/TCL105 flag (kept here: tcl.rules imports this module).
+# The reporting calls TCL101/TCL105 flag; TCL104's logger calls are recognised as that rule does.
 REPORT_FUNCTIONS = frozenset({"builtins.print", "warnings.warn", "warnings.warn_explicit"})
-LOG_METHODS = frozenset({
-    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
-    "warning_once", "info_once",
-})
-LOGGER_NAMES = frozenset({"logger", "_logger", "LOGGER", "log", "_log"})
 # A test that is safe to put after `not ... and` without parentheses.
 ATOMIC_TESTS = (cst.Call, cst.Attribute, cst.Name, cst.Comparison, cst.Subscript, cst.UnaryOperation)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..fixes.guards import guard_call, remove_debugger
+from ..names import LOG_METHODS
 from .base import Example, Rule
 
 GUARD = "guard it with `if not torch.compiler.is_compiling():`"
@@ -142,12 +143,6 @@ def fn(x):
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if ctx.qualname(node.func) in ("builtins.open", "io.open"):
             ctx.report(self, node)
-
-
-LOG_METHODS = frozenset({
-    "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
-    "warning_once", "info_once",
-})
 
 
 class LoggingCall(Rule):
