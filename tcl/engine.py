@@ -20,7 +20,9 @@ from .project import Project, ProjectScan
 from .noqa import NoqaMap
 from .positions import function_ranges
 from .rules import selected_rules
-from .walker import Candidate, FunctionResult, FunctionWalker, entry_param_kinds, helper_param_kinds
+from .walker import (
+    Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds,
+)
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
 PREFILTER_WORDS = ("torch", "forward")  # `compile` alone would admit every re.compile() file
@@ -466,6 +468,7 @@ class FileAnalysis:
         self.entries: dict[int, str] = {}
         # callee id -> caller id -> call sites (positional kinds, keyword kinds)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
+        self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
         self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
@@ -591,7 +594,7 @@ class FileAnalysis:
             local = index.functions.get(func.value)
             if local is not None:
                 return local
-            return self._function(index.qualify(func))
+            return self._function(index.qualify(func)) or self._module_init(func, index)
         if not isinstance(func, cst.Attribute):
             return None
         attr = func.attr.value
@@ -619,6 +622,13 @@ class FileAnalysis:
                     return method
             return None
         return self._function(index.qualify(func))
+
+    def _module_init(self, func: cst.Name, index: ModuleIndex) -> FunctionInfo | None:
+        """`criterion = ImageLoss(...)` in traced code: Dynamo traces the module's __init__."""
+        cls = index.classes.get(func.value) or self.class_named(index.qualify(func) or "", index)
+        if cls is None or not cls.is_module:
+            return None
+        return self.method_of(cls, "__init__")
 
     def _function(self, qualname: str | None) -> FunctionInfo | None:
         if not qualname or qualname.startswith(("torch.", "builtins.")):
@@ -687,7 +697,9 @@ class FileAnalysis:
             if result is None:
                 result = self._walk(function)
             self.results[key] = result
-            if previous is None or (previous.returns, previous.tuple_returns) != (result.returns, result.tuple_returns):
+            if previous is None or (previous.returns, previous.tuple_returns, previous.breaks) != (
+                result.returns, result.tuple_returns, result.breaks
+            ):
                 queue.extend(self.functions[c] for c in self.callers[key] if self.functions[c] not in queue)
             for callee in self._record_calls(function, result):
                 if callee not in queue:
@@ -700,7 +712,8 @@ class FileAnalysis:
     # Their settled results are kept per (function, argument kinds) and reused; they cannot
     # depend on the calling file: nothing in another file resolves calls into this one.
     def _settled_key(self, function: FunctionInfo):
-        return id(function.node), frozenset(self.param_kinds[id(function)].items())
+        key = id(function)
+        return id(function.node), frozenset(self.param_kinds[key].items()), self.crossed.get(key, frozenset())
 
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
         if function.index is self.index or id(function) in self.entries:
@@ -728,12 +741,18 @@ class FileAnalysis:
             self._return_kind,
             self.analyzer.version,
             is_entry=id(function) in self.entries,
+            crossed=self.crossed.get(id(function), frozenset()),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=self._tuple_returns,
             resolve_property=lambda node: self.resolve_property(node, function),
             dispatch_targets=lambda call: self.dispatch_targets(call, function),
+            callee_breaks=self._breaks,
         )
         return walker.run()
+
+    def _breaks(self, function: FunctionInfo) -> bool:
+        result = self.results.get(id(function))
+        return result is not None and result.breaks
 
     def _tuple_returns(self, function: FunctionInfo):
         result = self.results.get(id(function))
@@ -747,10 +766,10 @@ class FileAnalysis:
         """Remember what `caller` passes to each callee; return callees whose inputs changed."""
         caller_key = id(caller)
         per_callee: dict[int, list] = defaultdict(list)
-        for callee, positional, keywords in result.calls:
+        for callee, positional, keywords, crossed in result.calls:
             if callee.is_disabled:
                 continue
-            per_callee[id(callee)].append((positional, keywords))
+            per_callee[id(callee)].append((positional, keywords, crossed))
             self.functions[id(callee)] = callee
         changed = []
         for callee_key, sites in per_callee.items():
@@ -758,15 +777,18 @@ class FileAnalysis:
             self.callers[callee_key].add(caller_key)
             callee = self.functions[callee_key]
             all_sites = [site for s in self.sites[callee_key].values() for site in s]
-            kinds = helper_param_kinds(callee, all_sites)
+            kinds = helper_param_kinds(callee, [(args, keywords) for args, keywords, _ in all_sites])
+            crossed = crossed_params(callee, [site[2] for site in all_sites])
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.
                 defaults = entry_param_kinds(callee)
                 kinds = {name: kinds.get(name, Kind.UNKNOWN) if kinds.get(name, Kind.UNKNOWN) != Kind.UNKNOWN else kind
                          for name, kind in defaults.items()}
-            if callee_key not in self.results or kinds != self.param_kinds.get(callee_key):
+            if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
+                    or crossed != self.crossed.get(callee_key, frozenset())):
                 self.param_kinds[callee_key] = kinds
+                self.crossed[callee_key] = crossed
                 changed.append(callee)
         return changed
 

@@ -174,7 +174,8 @@ class KindEvaluator:
                 return kind
         callee = self.resolve_call(node)
         if callee is not None:
-            return self.return_kind(callee)
+            # A module built in traced code: an object, not what its __init__ returns.
+            return Kind.UNKNOWN if callee.name == "__init__" else self.return_kind(callee)
         if isinstance(func, cst.Attribute):
             kind = self._method_kind(func, node)
             if kind == Kind.UNKNOWN:

@@ -14,6 +14,7 @@ from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
+from .rules.base import DEFAULT_MODE
 
 if TYPE_CHECKING:
     from .rules.base import Rule
@@ -31,6 +32,11 @@ COMPILING_FALSE = frozenset({
     "torch._C._get_tracing_state",
 })
 AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
+# Code under these runs on some calls only (or Dynamo skips the frame when it breaks there).
+_CONDITIONAL = (
+    cst.While, cst.Try, cst.With, cst.FunctionDef, cst.Lambda, cst.CompFor, cst.ListComp,
+    cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Match,
+)
 # Context managers Dynamo can resume a break inside (it knows how to re-enter them).
 RESUMABLE_CONTEXTS = frozenset({
     "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
@@ -57,8 +63,11 @@ class FunctionResult:
     # When every `return` gives a tuple of one length: the kind of each element, joined.
     tuple_returns: tuple[Kind, ...] | None = None
     returns_other: bool = False  # some `return` is not such a tuple
-    # callee -> kinds of the positional arguments at each call site (self excluded)
-    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind]]] = field(default_factory=list)
+    # callee -> kinds of the positional arguments at each call site (self excluded), and the
+    # positions and keywords whose values were live at a graph break (see `crossed`)
+    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind], frozenset]] = field(default_factory=list)
+    # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
+    breaks: bool = False
 
 
 def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
@@ -103,10 +112,13 @@ class FunctionWalker(cst.CSTVisitor):
         version: tuple[int, int],
         is_entry: bool = False,
         plans: dict | None = None,
+        crossed: frozenset = frozenset(),
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
+        callee_breaks=lambda function: False,
     ) -> None:
+        self.callee_breaks = callee_breaks
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
         self.resolve_property = resolve_property
@@ -124,6 +136,11 @@ class FunctionWalker(cst.CSTVisitor):
         self.plans: dict[type, _Plan] = plans if plans is not None else {}
         self.stack: list[cst.CSTNode] = []
         self.amplifiers: list[str] = []
+        # Names whose values were live at a default-mode graph break: the resumed frame gets
+        # them as inputs, not as values computed in its graph.
+        self.crossed: set[str] = set(crossed)
+        self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
+        self._returned_by_break: cst.Call | None = None
 
     # -- the public surface rules use ----------------------------------------------------
     def qualname(self, node: cst.BaseExpression) -> str | None:
@@ -160,6 +177,36 @@ class FunctionWalker(cst.CSTVisitor):
         self.result.candidates.append(
             Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier)
         )
+        if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and self._unconditional(node):
+            self._graph_ends()
+
+    def crossed_break(self, node: cst.BaseExpression) -> bool:
+        """A name whose value was live at an earlier default-mode graph break in this function.
+        Measured on 2.13: such a 0-d tensor used as a size of torch.arange/zeros/... or as a
+        narrow() length does not break again (slice bounds still do)."""
+        return isinstance(node, cst.Name) and node.value in self.crossed
+
+    def _graph_ends(self) -> None:
+        self.result.breaks = True
+        self.crossed = set(self.env)
+
+    def _unconditional(self, node: cst.CSTNode) -> bool:
+        """Whether every call of the function reaches `node` (the walk is at `node`)."""
+        stack = self.stack
+        for i, ancestor in enumerate(stack[:-1]):
+            child = stack[i + 1]
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                if child is not ancestor.test:
+                    return False
+            elif isinstance(ancestor, cst.BooleanOperation):
+                if child is ancestor.right:
+                    return False
+            elif isinstance(ancestor, cst.For):
+                if child is not ancestor.iter:
+                    return False
+            elif isinstance(ancestor, _CONDITIONAL):
+                return False
+        return True
 
     # -- traversal -----------------------------------------------------------------------
     # A read-only walk over dataclass fields. libcst's own visit() rebuilds every node it
@@ -272,6 +319,9 @@ class FunctionWalker(cst.CSTVisitor):
         value_kind = self.kind(original_node.value)
         for target in original_node.targets:
             self._bind_target(target.target, value_kind, original_node.value)
+        if self._returned_by_break is original_node.value:
+            for target in original_node.targets:
+                self.crossed |= _bound_names(target.target)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
@@ -317,7 +367,7 @@ class FunctionWalker(cst.CSTVisitor):
         if isinstance(node.value, cst.Name) and node.value.value == SELF:
             getter = self.resolve_property(node)
             if getter is not None:
-                self.result.calls.append((getter, [], {}))
+                self.result.calls.append((getter, [], {}, frozenset()))
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
@@ -331,8 +381,24 @@ class FunctionWalker(cst.CSTVisitor):
             # Table entries differ in signature: a position says nothing about another entry's
             # parameter there (`config` in one, `vocab_size` in another); names still do.
             positional = [Kind.UNKNOWN] * len(positional)
+        crossed = frozenset(
+            arg.keyword.value if arg.keyword is not None else i
+            for i, arg in enumerate(node.args)
+            if not arg.star and self.crossed_break(arg.value)
+        ) if self.crossed and callee is not None else frozenset()
         for target in callees:
-            self.result.calls.append((target, positional, keywords))
+            self.result.calls.append((target, positional, keywords, crossed))
+        if callee is not None and self.callee_breaks(callee):
+            self._breaking_call = (node, self._unconditional(node))
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        # The callee's frame breaks: the caller's graph ends at the call and what the call
+        # returns reaches the resumed frame as an input (whenever the call runs at all).
+        if self._breaking_call is not None and original_node is self._breaking_call[0]:
+            if self._breaking_call[1]:
+                self._graph_ends()
+            self._breaking_call = None
+            self._returned_by_break = original_node
 
     # -- helpers -------------------------------------------------------------------------
     def _inside_nested_function(self) -> bool:
@@ -349,6 +415,7 @@ class FunctionWalker(cst.CSTVisitor):
     def _assign_name(self, name: str, kind: Kind) -> None:
         self.env[name] = kind
         self.assigned.add(name)
+        self.crossed.discard(name)
         self.kind.forget()
 
     def _bind_target(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
@@ -435,6 +502,16 @@ def _plan(node_type: type, walker: "FunctionWalker") -> _Plan:
     return plan
 
 
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound_names(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
 def _all_params(params: cst.Parameters) -> Iterable[cst.Param]:
     yield from params.posonly_params
     yield from params.params
@@ -485,6 +562,7 @@ FLAG_NAMES = frozenset({
 TENSOR_WORDS = ("mask", "index", "indices", "ids", "tensor", "states", "weights", "logits", "labels", "embeds")
 # Cache objects (transformers' Cache, tuples of past keys/values): not tensor data themselves.
 OBJECT_NAMES = frozenset({"past_key_values", "past_key_value", "layer_past", "cache", "kv_cache", "past"})
+OBJECT_PREFIXES = ("past_",)
 
 
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
@@ -495,9 +573,9 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
         return Kind.META  # `flag=False`, `dim=-1`: a Python constant whatever the annotation says
     if default_kind == Kind.TENSOR and name.startswith(STRONG_FLAG_PREFIXES):
         return Kind.META
+    if name in OBJECT_NAMES or name.startswith(OBJECT_PREFIXES):
+        return Kind.UNKNOWN  # `past_buckets_states`: a cache object, whatever else the name says
     if default_kind == Kind.TENSOR and not any(word in name for word in TENSOR_WORDS):
-        if name in OBJECT_NAMES:
-            return Kind.UNKNOWN
         if name in FLAG_NAMES or name.startswith(FLAG_PREFIXES) or name.endswith(FLAG_SUFFIXES):
             return Kind.META  # before the annotation: `output_attentions: Tensor | None` exists
     annotated = annotation_kind(param.annotation)
@@ -508,6 +586,20 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
             return default_kind
         return Kind.UNKNOWN
     return default_kind if annotated is None else Kind.UNKNOWN
+
+
+def crossed_params(function: FunctionInfo, sites: list[frozenset]) -> frozenset:
+    """Parameters that every call site fills with a value live at a graph break of the caller
+    (`sites`: per call, the positions and keywords of such arguments)."""
+    params = function.node.params
+    positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
+    if function.owner is not None and not function.is_staticmethod and positional[:1] in (["self"], ["cls"]):
+        positional = positional[1:]
+    names = None
+    for site in sites:
+        here = {positional[a] if isinstance(a, int) and a < len(positional) else a for a in site}
+        names = here if names is None else names & here
+    return frozenset(n for n in names or () if isinstance(n, str))
 
 
 def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dict[str, Kind]]]) -> dict[str, Kind]:

@@ -491,3 +491,43 @@ def test_tuple_return_next_to_an_output_object_keeps_element_kinds():
                     x = x / scale
                 return x
     ''') == [("TCL201", 17)]
+
+
+def test_tensors_live_at_a_break_are_inputs_of_the_resumed_frame():
+    # Measured on 2.13 (Longformer's global attention): the helper breaks at nonzero(), so the
+    # caller's graph ends at the call; what it returns, and what the caller passes on to
+    # another helper, reaches the resumed frames as inputs. As factory sizes and narrow()
+    # lengths those do not break; a value computed after the break still does.
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, x, global_mask):
+                count, where = self._indices(global_mask)
+                out = self._gather(x, width=count)
+                return out + x.narrow(-1, count, x.size(-1) - count).sum()
+
+            @staticmethod
+            def _indices(global_mask):
+                counts = global_mask.long().sum(dim=1)
+                width = counts.max()
+                where = global_mask.nonzero(as_tuple=True)
+                local = torch.arange(width) < counts.unsqueeze(-1)
+                return width, (where, local)
+
+            def _gather(self, x, width):
+                return x.narrow(-1, 0, width).sum()
+    ''') == [("TCL206", 9), ("TCL301", 15)]
+
+
+def test_past_state_parameters_are_cache_objects():
+    assert findings('''
+        import torch
+        from torch import nn
+
+        class Embeddings(nn.Module):
+            def forward(self, ids, past_buckets_states=None):
+                start = past_buckets_states.get_start_idx() if past_buckets_states is not None else 0
+                return torch.arange(start, start + ids.shape[1])
+    ''') == []

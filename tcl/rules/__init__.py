@@ -8,8 +8,8 @@ from .catalog import (
     SortByTensor, TorchCheckMessage,
 )
 from .data_dependent import (
-    DataDependentBranch, ItemCall, ScalarConversion, TensorAsSize, TensorAssertWithMessage,
-    TolistCall,
+    DataDependentBranch, ItemCall, ScalarConversion, SequenceCompareWithTensor, TensorAsSize,
+    TensorAssertWithMessage, TolistCall,
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .recompiles import (
@@ -30,7 +30,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         PrintCall, DebuggerCall, OpenCall, LoggingCall, WarningsWarn, SkippedCall,
         ExplicitGraphBreak, DisabledCall, NumpyRandom,
         DataDependentBranch, TensorAssertWithMessage, ItemCall, ScalarConversion, TolistCall,
-        TensorAsSize, DynamicOutputShape, OneHotWithoutNumClasses,
+        TensorAsSize, SequenceCompareWithTensor, DynamicOutputShape, OneHotWithoutNumClasses,
         TensorToString, TensorFormatting, DeepCopy, AutogradCall, ParameterInForward,
         DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
         UnsupportedContextManager,

@@ -405,6 +405,32 @@ def fn(x, counts):
     tail = torch.sigmoid(x[:, n:])
     return head.sum() + tail.sum()
 ''', args="(torch.randn(2, 4), torch.tensor([2]))"),
+        # A tensor live at an earlier break reaches the resumed frame as an input: as a size of
+        # a factory it no longer breaks; as a slice bound it still does.
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, mask):
+    n = mask.sum()
+    width = mask.max()
+    pad = torch.zeros(n, 2)  # BREAK
+    extra = torch.ones(width, 2)
+    tail = x[:, :width]  # BREAK
+    return pad.sum() + extra.sum() + tail.sum()
+''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))"),
+        Example('''
+import torch
+
+def first_rows(x, mask):
+    return x[: mask.sum()]  # BREAK
+
+@torch.compile
+def fn(x, mask):
+    width = mask.max()
+    rows = first_rows(x, mask)
+    return rows.sum() + x.narrow(1, 0, width).sum()
+''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))"),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -416,13 +442,13 @@ def fn(x, counts):
                 values = [arg.value]
                 if isinstance(arg.value, (cst.Tuple, cst.List)):
                     values = [el.value for el in arg.value.elements]
-                if self._first_use(values, ctx):
+                if self._first_use(values, ctx, resumed_ok=True):
                     ctx.report(self, node, self.message.format(what=f"a size of {name}()"))
                     return
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "narrow" and is_tensor(ctx.kind(func.value)):
-            if self._first_use([a.value for a in node.args[1:]], ctx):
+            if self._first_use([a.value for a in node.args[1:]], ctx, resumed_ok=True):
                 ctx.report(self, node, self.message.format(what="a narrow() bound"))
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
@@ -436,11 +462,13 @@ def fn(x, counts):
                     ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124")
                     return
 
-    def _first_use(self, values, ctx) -> bool:
+    def _first_use(self, values, ctx, resumed_ok: bool = False) -> bool:
         """Whether tensor data is read as a size here for the first time in this function.
         Measured on 2.13: once `x[:, :n]` has broken the graph, `x[:, n:]` with the same tensor
-        `n` further down does not break again (the resumed frame gets `n` as a Python int)."""
-        tensors = [v for v in values if is_tensor(ctx.kind(v))]
+        `n` further down does not break again (the resumed frame gets `n` as a Python int).
+        `resumed_ok`: sizes of torch factories and narrow() lengths also take a tensor that was
+        live at an earlier graph break (an input of the resumed frame) without breaking."""
+        tensors = [v for v in values if is_tensor(ctx.kind(v)) and not (resumed_ok and ctx.crossed_break(v))]
         if not tensors:
             return False
         if self._walk is not ctx:
@@ -450,3 +478,69 @@ def fn(x, counts):
             return False
         self._read |= names
         return True
+
+
+class SequenceCompareWithTensor(Rule):
+    code = "TCL207"
+    name = "sequence-compare-with-tensor"
+    message = "comparing a list/tuple that holds tensor data ({what}) breaks the graph"
+    fix = (
+        "compare element by element with Python ints (x.shape[i] == n), or check the tensor "
+        "separately with torch._check(t == n)"
+    )
+    gb = (((2, 0), "GB6622"),)
+    rationale = (
+        "`list(t.size()) == [b, n, s]` compares element by element. When one element is a "
+        "tensor (`n = mask.sum()`, `lengths.max()`), that comparison gives a tensor, not a "
+        "bool, and Dynamo cannot decide the list comparison while tracing. Measured on 2.13: "
+        "GB6622 in both default and fullgraph mode."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[1]
+    assert list(x.size()) == [x.shape[0], n], "bad shape"
+    return x * 2
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, mask):
+    width = mask.sum()
+    scores = torch.ones(4, 3)
+    assert list(scores.size()) == [4, width], "bad shape"  # BREAK
+    return x * 2
+''', args="(torch.randn(2, 8), torch.ones(3, dtype=torch.long))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, lengths):
+    if tuple(x.shape) == (2, lengths.max()):  # BREAK
+        return x * 2
+    return x
+''', args="(torch.randn(2, 8), torch.tensor([3, 8]))"),
+    ]
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+                right = target.comparator
+                for display, other in ((left, right), (right, left)):
+                    if _holds_tensor(display, ctx) and not is_tensor(ctx.kind(other)):
+                        kind = "list" if isinstance(display, cst.List) else "tuple"
+                        ctx.report(self, node, self.message.format(what=f"a {kind} compared with =="))
+                        return
+            left = target.comparator
+
+
+def _holds_tensor(node: cst.BaseExpression, ctx) -> bool:
+    return isinstance(node, (cst.List, cst.Tuple)) and any(
+        not isinstance(element, cst.StarredElement) and is_tensor(ctx.kind(element.value))
+        for element in node.elements
+    )

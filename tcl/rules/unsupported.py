@@ -214,14 +214,38 @@ def _is_self_or_cls(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value in ("self", "cls", "ctx", "super")
 
 
+# torch.nn layers that create nn.Parameters in __init__ (measured on 2.13: GB0264 when built
+# in compiled code); `affine=False` / `elementwise_affine=False` turn them off.
+PARAMETER_LAYERS = frozenset(
+    f"torch.nn.{name}" for name in (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+        "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "RMSNorm",
+        "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "MultiheadAttention", "PReLU",
+        "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
+    )
+)
+AFFINE_SWITCHES = ("affine", "elementwise_affine")
+PARAMETER_CALLS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+BUFFER_CALLS = frozenset({"torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+
+
 class ParameterInForward(Rule):
     code = "TCL405"
     name = "parameter-created-in-compiled-region"
     message = "{what} inside a compiled region breaks the graph"
-    fix = "create parameters in __init__ and set requires_grad outside the compiled region"
+    fix = (
+        "create parameters, buffers and layers in __init__ (build loss modules once, outside the "
+        "compiled function) and set requires_grad outside the compiled region"
+    )
     gb = (((2, 0), "GB0264"),)
-    alt_gb = ("GB8985", "GB0206")
-    rationale = "Creating parameters or flipping requires_grad changes autograd state Dynamo has already guarded on."
+    alt_gb = ("GB8985", "GB0206", "GB0116", "GB0119")
+    rationale = (
+        "Creating parameters or flipping requires_grad changes autograd state Dynamo has already "
+        "guarded on. Building a module inside compiled code does the same: `nn.Linear(...)` or a "
+        "module of the checked code whose `__init__` makes an `nn.Parameter` or `nn.Buffer` breaks "
+        "at that line, and again at its `super().__init__()` (GB0119, the module is not yet "
+        "initialised when Dynamo resumes)."
+    )
     VALID = [Example('''
 import torch
 from torch import nn
@@ -233,7 +257,23 @@ class Scale(nn.Module):
 
     def forward(self, x):
         return x * self.weight
-''', entry="Scale")]
+''', entry="Scale"), Example('''
+import torch
+from torch import nn
+
+class Counter(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+        self.register_buffer("seen", torch.zeros(n))
+
+@torch.compile
+def fn(x):
+    counter = Counter(3)
+    drop = nn.Dropout(0.1)
+    norm = nn.LayerNorm(4, elementwise_affine=False)
+    return norm(drop(x)) + counter.n + counter.seen.sum()
+''')]
     INVALID = [
         Example('''
 import torch
@@ -262,6 +302,31 @@ def fn(x):
     y.requires_grad = True  # BREAK
     return y
 '''),
+        Example('''
+import torch
+from torch import nn
+
+@torch.compile
+def fn(x):
+    proj = nn.Linear(4, 4)  # BREAK
+    return proj(x)
+'''),
+        Example('''
+import torch
+from torch import nn
+
+class WeightedLoss(nn.Module):
+    def __init__(self, num_classes, eos_coef):
+        super().__init__()  # BREAK
+        weight = torch.ones(num_classes + 1)
+        weight[-1] = eos_coef
+        self.weight = nn.Buffer(weight)  # BREAK
+
+@torch.compile
+def fn(x):
+    criterion = WeightedLoss(3, 0.1)
+    return x + criterion.weight.sum()
+'''),
     ]
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
@@ -272,13 +337,63 @@ def fn(x):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = ctx.qualname(node.func)
-        if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        if name in PARAMETER_CALLS:
             ctx.report(self, node, self.message.format(what="nn.Parameter(...)"))
+            return
+        if name in BUFFER_CALLS:
+            ctx.report(self, node, self.message.format(what="nn.Buffer(...)"), gb="GB0116")
+            return
+        if _owns_parameters(node, name):
+            ctx.report(self, node, self.message.format(what=f"building {name.replace('torch.nn.', 'nn.')}(...)"))
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
             if is_tensor(ctx.kind(func.value)):
                 ctx.report(self, node, self.message.format(what=".requires_grad_()"), gb="GB8985")
+            return
+        if _is_super_init(node) and _initialises_module_with_parameters(ctx):
+            ctx.report(
+                self, node,
+                self.message.format(what="nn.Module.__init__ of a module built"), gb="GB0119",
+            )
+
+
+def _owns_parameters(node: cst.Call, name: str | None) -> bool:
+    if name not in PARAMETER_LAYERS:
+        return False
+    return not any(
+        arg.keyword is not None and arg.keyword.value in AFFINE_SWITCHES
+        and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+        for arg in node.args
+    )
+
+
+def _is_super_init(node: cst.Call) -> bool:
+    func = node.func
+    return (
+        isinstance(func, cst.Attribute) and func.attr.value == "__init__"
+        and isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name)
+        and func.value.func.value == "super"
+    )
+
+
+def _initialises_module_with_parameters(ctx) -> bool:
+    """`super().__init__()` in the __init__ of an nn.Module that compiled code constructs (the
+    walker only enters an __init__ that way), when that __init__ makes parameters or buffers."""
+    function = ctx.function
+    if function.name != "__init__" or function.owner is None or not function.owner.is_module:
+        return False
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            nonlocal found
+            name = ctx.qualname(call.func)
+            if name in PARAMETER_CALLS or name in BUFFER_CALLS or _owns_parameters(call, name):
+                found = True
+
+    function.node.body.visit(Finder())
+    return found
 
 
 class DataMutation(Rule):
