@@ -179,12 +179,12 @@ def _resumable(expr):
 # tcl
 
 
-def run_tcl(files):
+def run_tcl(files, assume=None):
     from tcl.config import Config
     from tcl.runner import run
 
     started = time.time()
-    result = run(sorted(files), Config())
+    result = run(sorted(files), Config(assume=dict(assume or {})))
     elapsed = time.time() - started
     analysed = {os.path.realpath(r.path) for r in result.reports}
     if analysed != set(files):
@@ -268,7 +268,7 @@ def covers(finding, line, offsets):
     return finding.line <= line <= finding.end_line + offsets.get(finding.code, 0)
 
 
-def evaluate(results, names):
+def evaluate(results, names, assume="model"):
     roots = sorted({r for data in results.values() for r in data.get("roots", {}).values()})
     gb_classes = _load(os.path.join(HERE, "gb_classes.json"))["entries"]
     rules = rule_info()
@@ -280,6 +280,7 @@ def evaluate(results, names):
 
     # -- ground truth --------------------------------------------------------------------
     executed = defaultdict(set)
+    executed_in = defaultdict(lambda: defaultdict(set))  # mode -> path -> lines
     sites = {}  # (path, line, gb) -> site
     occurrences = []  # (model, site key)
     models_ok, models_failed = [], []
@@ -289,20 +290,50 @@ def evaluate(results, names):
             models_failed.append((name, data.get("build_error") or data.get("worker_error")))
             continue
         models_ok.append(name)
+        mode = data.get("mode", "eval")
         for path, lines in data["executed"].items():
             executed[path].update(lines)
+            executed_in[mode][path].update(lines)
         for b in data["breaks"]:
             key = (b["path"], b["line"], b["gb"])
             site = sites.setdefault(key, {"path": b["path"], "line": b["line"], "gb": b["gb"],
-                                          "reason": b["reason"], "models": [], "stacks": []})
+                                          "reason": b["reason"], "models": [], "stacks": [], "modes": set()})
             site["models"].append(name)
+            site["modes"].add(mode)
             if b["stack"] and b["stack"] not in site["stacks"]:
                 site["stacks"].append(b["stack"])
             occurrences.append((name, key))
 
     # -- tcl -----------------------------------------------------------------------------
+    # With --assume model (the default), tcl is told how the models run, as a user would in
+    # [tool.tcl] assume: once per mode, over the files the models of that mode ran, with
+    # `training` set by the mode and `dtype` float32 (every model runs fp32). A finding then
+    # counts only against the lines and breaks of the models of its mode.
     files = {p for p in executed if os.path.isfile(p)}
-    findings, skipped, errors, tcl_seconds = run_tcl(files)
+    modes = sorted(executed_in) if assume == "model" else [None]
+    findings = defaultdict(list)
+    finding_modes = {}  # (path, line, end_line, code) -> modes whose run reported it
+    skipped, errors, tcl_seconds = set(), {}, 0.0
+    for mode in modes:
+        mode_files = {p for p in executed_in[mode] if os.path.isfile(p)} if mode else files
+        settings = {"training": mode == "train", "dtype": "float32"} if mode else None
+        found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
+        skipped |= mode_skipped
+        errors.update(mode_errors)
+        tcl_seconds += seconds
+        for path, items in found.items():
+            for f in items:
+                key = (path, f.line, f.end_line, f.code)
+                if key not in finding_modes:
+                    finding_modes[key] = set()
+                    findings[path].append(f)
+                finding_modes[key].add(mode)
+    all_modes = set(executed_in) | {None}
+
+    def modes_of(path, f):
+        found_in = finding_modes[(path, f.line, f.end_line, f.code)]
+        return all_modes if None in found_in else found_in
+
     shapes = {}
 
     def shape(path):
@@ -325,7 +356,7 @@ def evaluate(results, names):
     # -- recall ----------------------------------------------------------------------------
     for key, site in sites.items():
         path, line = site["path"], site["line"]
-        hits = [f for f in findings.get(path, []) if covers(f, line, offsets)]
+        hits = [f for f in findings.get(path, []) if covers(f, line, offsets) and modes_of(path, f) & site["modes"]]
         site["found_by"] = sorted({f.code for f in hits})
         site["static_class"] = gb_classes.get(site["gb"] or "", {}).get("cls", "?")
     missed = [s for s in sites.values() if not s["found_by"]]
@@ -346,12 +377,14 @@ def evaluate(results, names):
                 stack_lines[path].add(line)
     scored = []
     for path in sorted(findings):
-        ran = executed.get(path, set())
         for f in findings[path]:
+            f_modes = modes_of(path, f)
+            ran = set().union(*(executed_in[m].get(path, set()) for m in f_modes if m is not None))
             category, _, _ = rules.get(f.code, ("graph-break", 0, ()))
             entry = {"path": f.path, "line": f.line, "end_line": f.end_line, "code": f.code, "gb": f.gb,
                      "message": f.message, "source": shape(path).source(f.line)}
-            covered = [s for s in breaks_by_file.get(path, []) if covers(f, s["line"], offsets)]
+            covered = [s for s in breaks_by_file.get(path, [])
+                       if covers(f, s["line"], offsets) and s["modes"] & f_modes]
             if category != "graph-break":
                 entry["bucket"] = "other-category"
             elif not any(line in ran for line in range(f.line, f.end_line + 1)):
@@ -372,6 +405,8 @@ def evaluate(results, names):
             entry["function"] = (shape(path).function_at(f.line) or (0, 0, "<module>"))[2]
             scored.append(entry)
 
+    for site in sites.values():
+        site["modes"] = sorted(site["modes"])
     return summarize(names, models_ok, models_failed, results, sites, occurrences, scored, files, skipped,
                      errors, tcl_seconds, roots, shape, gb_classes)
 
@@ -593,6 +628,11 @@ def main(argv=None):
     parser.add_argument("--results-dir", help="keep each model's oracle output here (default: a temp dir)")
     parser.add_argument("--reuse", action="store_true", help="with --results-dir: reuse outputs already there")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
+    parser.add_argument(
+        "--assume", choices=("model", "none"), default="model",
+        help="model (default): tell tcl each model's mode and dtype (assume training=..., "
+        "dtype=float32), one tcl run per mode; none: one run without assumptions",
+    )
     args = parser.parse_args(argv)
     if args.list:
         for name, (lib, mode, _) in MODELS.items():
@@ -615,7 +655,8 @@ def main(argv=None):
         results_dir = tmp.name
     print(f"running {len(names)} models ({args.jobs} at a time)...", file=sys.stderr, flush=True)
     results = run_models(names, args.jobs, args.timeout, results_dir, args.reuse)
-    summary = evaluate(results, names)
+    summary = evaluate(results, names, args.assume)
+    summary["assume"] = args.assume
     summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])
     summary["total_seconds"] = round(time.time() - started, 1)
     report(summary)

@@ -112,6 +112,7 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         sorted(rule.code for rule in analyzer.rules),
         tuple(analyzer.version),
         config.mode,
+        sorted(config.assume.items()),
         project_fingerprint,
     )[:24]
 

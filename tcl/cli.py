@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from . import __version__, torch_version
-from .config import MODES, Config, ConfigError, find_pyproject, load, validate
+from .config import MODES, Config, ConfigError, find_pyproject, load, parse_assumption, validate
 from .report import write_github, write_json, write_sarif, write_text
 from .rules import ALL_RULES, BY_CODE
 from .verify import add_verify_parser, cmd_verify
@@ -78,6 +78,11 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", help="comma-separated gitignore-style patterns to skip")
     parser.add_argument("--torch-version", help="torch release to target, X.Y (default: installed torch)")
     parser.add_argument("--mode", choices=MODES, help="what the user compiles with (default: default)")
+    parser.add_argument(
+        "--assume", action="append", default=[], metavar="KEY=VALUE",
+        help="what the code is compiled under: training=false (inference) or training=true, "
+        "dtype=bfloat16 (the dtype of floating tensors); branches on it are then decided",
+    )
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
@@ -102,6 +107,9 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
         config.torch_version = args.torch_version
     if args.mode:
         config.mode = args.mode
+    for text in getattr(args, "assume", None) or ():
+        key, value = parse_assumption(text)
+        config.assume = {**config.assume, key: value}
     validate(config, "command line")
     return config
 
@@ -126,7 +134,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     target = torch_version.format_version(config.target_version())
     if args.format in ("json", "sarif"):
         if args.format == "json":
-            write_json(findings, errors, sys.stdout, target, config.mode)
+            write_json(findings, errors, sys.stdout, target, config.mode, config.assume)
         else:
             write_sarif(findings, errors, sys.stdout, target, config.mode)
         for error in errors:

@@ -28,6 +28,9 @@ class Config:
     torch_version: str | None = None
     mode: str = "default"
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    # What the user compiles under, so branches on it are decided statically:
+    # {"training": False} (inference), {"dtype": "bfloat16"} (floating tensors' dtype).
+    assume: dict[str, object] = field(default_factory=dict)
     source: Path | None = None  # the pyproject.toml it came from
 
     def target_version(self) -> tuple[int, int]:
@@ -44,7 +47,15 @@ class Config:
         return selected
 
 
-KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode", "per-file-ignores"}
+KEYS = {
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
+    "per-file-ignores", "assume",
+}
+# torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
+FLOAT_DTYPES = {
+    "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
+    "float": "float32", "float64": "float64", "double": "float64",
+}
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -77,6 +88,7 @@ def load(pyproject: Path | None) -> Config:
     config.torch_version = section.get("torch-version")
     config.mode = section.get("mode", "default")
     config.per_file_ignores = {k: _codes(v, pyproject) for k, v in section.get("per-file-ignores", {}).items()}
+    config.assume = section.get("assume", {})
     validate(config, str(pyproject))
     return config
 
@@ -89,7 +101,32 @@ def _codes(value, where) -> list[str]:
     return [v.strip().upper() for v in value]
 
 
+def parse_assumption(text: str) -> tuple[str, object]:
+    """`training=false` / `dtype=bfloat16` from the command line."""
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key:
+        raise ConfigError(f"--assume {text!r}: expected KEY=VALUE, e.g. training=false or dtype=bfloat16")
+    if key == "training":
+        if value.lower() not in ("true", "false"):
+            raise ConfigError(f"--assume {text!r}: training is true or false")
+        return key, value.lower() == "true"
+    return key, value
+
+
 def validate(config: Config, where: str) -> None:
+    if not isinstance(config.assume, dict):
+        raise ConfigError(f"{where}: assume must be a table, e.g. assume = {{ training = false }}")
+    unknown = set(config.assume) - {"training", "dtype"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown assume keys: {', '.join(sorted(unknown))} (known: dtype, training)")
+    if "training" in config.assume and not isinstance(config.assume["training"], bool):
+        raise ConfigError(f"{where}: assume.training must be true or false")
+    if "dtype" in config.assume and str(config.assume["dtype"]).removeprefix("torch.") not in FLOAT_DTYPES:
+        raise ConfigError(
+            f"{where}: assume.dtype must be a floating dtype ({', '.join(sorted(FLOAT_DTYPES))}), "
+            f"not {config.assume['dtype']!r}"
+        )
     if config.mode not in MODES:
         raise ConfigError(f"{where}: mode must be one of {', '.join(MODES)}, not {config.mode!r}")
     if config.torch_version is not None:

@@ -747,6 +747,7 @@ class FileAnalysis:
             resolve_property=lambda node: self.resolve_property(node, function),
             dispatch_targets=lambda call: self.dispatch_targets(call, function),
             callee_breaks=self._breaks,
+            assume=self.analyzer.config.assume,
         )
         return walker.run()
 

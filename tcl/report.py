@@ -36,9 +36,11 @@ def write_text(findings: list[Finding], errors: list[FileError], out: TextIO, er
             out.write(f"{counts[code]:<6} {code}\n")
 
 
-def write_json(findings: list[Finding], errors: list[FileError], out: TextIO, target: str, mode: str) -> None:
+def write_json(findings: list[Finding], errors: list[FileError], out: TextIO, target: str, mode: str,
+               assume: dict | None = None) -> None:
     payload = {
-        "tool": {"name": "tcl", "version": __version__, "torch_version": target, "mode": mode},
+        "tool": {"name": "tcl", "version": __version__, "torch_version": target, "mode": mode,
+                 "assume": dict(assume or {})},
         "findings": [f.to_json() for f in findings],
         "errors": [e.to_json() for e in errors],
     }

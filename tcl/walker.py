@@ -14,6 +14,7 @@ from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
+from .config import FLOAT_DTYPES
 from .rules.base import DEFAULT_MODE
 
 if TYPE_CHECKING:
@@ -70,10 +71,11 @@ class FunctionResult:
     breaks: bool = False
 
 
-def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
-    """True/False when a condition is decided under torch.compile, else None."""
+def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | None = None) -> bool | None:
+    """True/False when a condition is decided under torch.compile, else None. `assume` (the
+    config's) decides `self.training` and dtype tests as well."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = static_truth(test.expression, index)
+        inner = static_truth(test.expression, index, assume)
         return None if inner is None else not inner
     if isinstance(test, cst.Call):
         name = index.qualify(test.func) or ""
@@ -85,8 +87,12 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
             return True
     if isinstance(test, cst.Name) and test.value == "TYPE_CHECKING":
         return False
+    if assume:
+        truth = _assumed_truth(test, index, assume)
+        if truth is not None:
+            return truth
     if isinstance(test, cst.BooleanOperation):
-        left, right = static_truth(test.left, index), static_truth(test.right, index)
+        left, right = static_truth(test.left, index, assume), static_truth(test.right, index, assume)
         if isinstance(test.operator, cst.And):
             if left is False or right is False:
                 return False
@@ -98,6 +104,50 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex) -> bool | None:
             if left is False and right is False:
                 return False
     return None
+
+
+def _assumed_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict) -> bool | None:
+    training = assume.get("training")
+    if training is not None and _is_self_training(test):
+        return training
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left, (target,) = test.left, test.comparisons
+    right, operator = target.comparator, target.operator
+    if training is not None and isinstance(operator, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
+        # `self.training is True` (Reformer)
+        for flag, constant in ((left, right), (right, left)):
+            if _is_self_training(flag) and isinstance(constant, cst.Name) and constant.value in ("True", "False"):
+                same = training == (constant.value == "True")
+                return same if isinstance(operator, (cst.Is, cst.Equal)) else not same
+    dtype = assume.get("dtype")
+    if dtype is None:
+        return None
+    dtype = FLOAT_DTYPES[str(dtype).removeprefix("torch.")]
+    if not _is_dtype_read(left):
+        left, right = right, left
+        if isinstance(operator, (cst.In, cst.NotIn)) or not _is_dtype_read(left):
+            return None
+    options = [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
+    names = [FLOAT_DTYPES.get((index.qualify(o) or "").removeprefix("torch.")) for o in options]
+    if not names or None in names or not all((index.qualify(o) or "").startswith("torch.") for o in options):
+        return None  # an integer dtype, or something tcl cannot name: not decided
+    if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
+        return dtype in names
+    if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
+        return dtype not in names
+    return None
+
+
+def _is_self_training(node: cst.BaseExpression) -> bool:
+    return (
+        isinstance(node, cst.Attribute) and node.attr.value == "training"
+        and isinstance(node.value, cst.Name) and node.value.value == SELF
+    )
+
+
+def _is_dtype_read(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "dtype"
 
 
 class FunctionWalker(cst.CSTVisitor):
@@ -117,7 +167,9 @@ class FunctionWalker(cst.CSTVisitor):
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
         callee_breaks=lambda function: False,
+        assume: dict | None = None,
     ) -> None:
+        self.assume = assume or None
         self.callee_breaks = callee_breaks
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
@@ -165,7 +217,7 @@ class FunctionWalker(cst.CSTVisitor):
             return self.data_dependent(test.expression)
         if isinstance(test, cst.BooleanOperation):
             # Short-circuit on what is decided under compile: `not is_tracing(x) and t.any()`.
-            left = static_truth(test.left, self.index)
+            left = static_truth(test.left, self.index, self.assume)
             if left is not None:
                 stops = left is False if isinstance(test.operator, cst.And) else left is True
                 return False if stops else self.data_dependent(test.right)
@@ -240,7 +292,7 @@ class FunctionWalker(cst.CSTVisitor):
 
     # Skip what Dynamo never traces under compile.
     def visit_If(self, node: cst.If) -> bool:
-        truth = static_truth(node.test, self.index)
+        truth = static_truth(node.test, self.index, self.assume)
         if truth is None:
             return True
         live = node.body if truth else node.orelse

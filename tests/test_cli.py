@@ -195,3 +195,31 @@ def test_parallel_jobs_match_serial(tmp_path):
     parallel = tcl("check", "-j", "2", ".", cwd=tmp_path)
     assert serial.stdout == parallel.stdout
     assert serial.stdout.count("TCL101") == 20
+
+
+def test_assume_from_pyproject_and_command_line(tree):
+    (tree / "pkg" / "model.py").write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def forward(self, x):
+                if self.training and x.isnan().any():
+                    raise ValueError("NaN")
+                if x.dtype == torch.float16 and not torch.isfinite(x).all():
+                    x = x.clamp(-1000, 1000)
+                return x
+    '''))
+    lines = lambda result: [f["line"] for f in json.loads(result.stdout)["findings"]]  # noqa: E731
+    assert lines(tcl("check", "--format", "json", "pkg/model.py", cwd=tree)) == [7, 9]
+    result = tcl("check", "--format", "json", "--assume", "training=false", "pkg/model.py", cwd=tree)
+    assert lines(result) == [9]
+    assert json.loads(result.stdout)["tool"]["assume"] == {"training": False}
+    (tree / "pyproject.toml").write_text('[tool.tcl]\nassume = { training = false, dtype = "bfloat16" }\n')
+    assert tcl("check", "pkg/model.py", cwd=tree).returncode == 0
+    assert lines(tcl("check", "--format", "json", "--assume", "training=true", "pkg/model.py", cwd=tree)) == [7]
+    bad = tcl("check", "--assume", "dtype=int8", "pkg/model.py", cwd=tree)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "assume.dtype must be a floating dtype" in bad.stderr
+    (tree / "pyproject.toml").write_text('[tool.tcl]\nassume = { mode = "eval" }\n')
+    bad = tcl("check", "pkg/model.py", cwd=tree)
+    assert bad.returncode == 2 and "unknown assume keys: mode" in bad.stderr

@@ -531,3 +531,44 @@ def test_past_state_parameters_are_cache_objects():
                 start = past_buckets_states.get_start_idx() if past_buckets_states is not None else 0
                 return torch.arange(start, start + ids.shape[1])
     ''') == []
+
+
+ASSUMED = '''
+    import torch
+    from torch import nn
+
+    class Layer(nn.Module):
+        layerdrop = 0.5
+
+        def forward(self, hidden_states):
+            if hidden_states.dtype == torch.float16 and not torch.isfinite(hidden_states).all():
+                hidden_states = hidden_states.clamp(-1000, 1000)
+            skip = False
+            if self.training and self.layerdrop > 0.0:
+                skip = torch.rand([]) < self.layerdrop
+            if skip:
+                return hidden_states
+            if self.training is True:
+                print("training")
+            return hidden_states
+'''
+
+
+def test_assumptions_decide_training_and_dtype_branches():
+    # Measured on 2.13 with this module: float16 inputs break at line 9, bfloat16 ones do not;
+    # train mode breaks at lines 14 and 17, eval mode nowhere.
+    assert findings(ASSUMED) == [("TCL201", 9), ("TCL201", 14), ("TCL101", 17)]
+    assert findings(ASSUMED, assume={"training": False, "dtype": "bfloat16"}) == []
+    assert findings(ASSUMED, assume={"training": True, "dtype": "half"}) == [
+        ("TCL201", 9), ("TCL201", 14), ("TCL101", 17)]
+    assert findings(ASSUMED, assume={"dtype": "float32"}) == [("TCL201", 14), ("TCL101", 17)]
+    # Integer dtypes say nothing about floating tensors: not decided.
+    assert findings('''
+        import torch
+
+        @torch.compile
+        def fn(x, ids):
+            if ids.dtype == torch.long and (ids < 0).any():
+                ids = ids.clamp(min=0)
+            return x[ids]
+    ''', assume={"dtype": "float32"}) == [("TCL201", 6)]

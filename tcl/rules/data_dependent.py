@@ -459,13 +459,19 @@ def fn(x, mask):
             if isinstance(index, cst.Slice):
                 bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
                 if self._first_use(bounds, ctx):
-                    ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124")
+                    # Measured on 2.13: Dynamo cannot resume inside the subscript, so the whole
+                    # frame falls back to eager (`x[:, :n.item()]` breaks at .item() and resumes).
+                    message = self.message.format(what="a slice bound") + (
+                        f" and cannot resume: the whole frame {ctx.function.qualname}() runs eagerly"
+                    )
+                    ctx.report(self, node, message, gb="GB0124")
                     return
 
     def _first_use(self, values, ctx, resumed_ok: bool = False) -> bool:
         """Whether tensor data is read as a size here for the first time in this function.
         Measured on 2.13: once `x[:, :n]` has broken the graph, `x[:, n:]` with the same tensor
-        `n` further down does not break again (the resumed frame gets `n` as a Python int).
+        `n` further down does not break again (the frame runs eagerly after a slice-bound
+        break; after a factory-size break `n` reaches the resumed frame as an input).
         `resumed_ok`: sizes of torch factories and narrow() lengths also take a tensor that was
         live at an earlier graph break (an input of the resumed frame) without breaking."""
         tensors = [v for v in values if is_tensor(ctx.kind(v)) and not (resumed_ok and ctx.crossed_break(v))]
