@@ -94,7 +94,8 @@ def main(name: str, out_path: str) -> int:
         return 0
     build_s = time.time() - started
     torch.manual_seed(0)
-    res = oracle.probe(model, args, kwargs, user_files=user, collect_lines=True, modes=("default",))
+    res = oracle.probe(model, args, kwargs, user_files=user, collect_lines=True, modes=("default",),
+                       fresh_target=os.environ.get("TCL_EVAL_FRESH") == "1")
     oracle._parse_log = original_parse
 
     stacks = _stacks(records, user_norm)

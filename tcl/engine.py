@@ -22,6 +22,7 @@ from .positions import function_ranges
 from .rules import selected_rules
 from .walker import (
     Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds,
+    tuple_params,
 )
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
@@ -469,6 +470,7 @@ class FileAnalysis:
         # callee id -> caller id -> call sites (positional kinds, keyword kinds)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
+        self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
         self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
@@ -713,7 +715,10 @@ class FileAnalysis:
     # depend on the calling file: nothing in another file resolves calls into this one.
     def _settled_key(self, function: FunctionInfo):
         key = id(function)
-        return id(function.node), frozenset(self.param_kinds[key].items()), self.crossed.get(key, frozenset())
+        return (
+            id(function.node), frozenset(self.param_kinds[key].items()), self.crossed.get(key, frozenset()),
+            frozenset(self.tuples.get(key, {}).items()),
+        )
 
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
         if function.index is self.index or id(function) in self.entries:
@@ -742,6 +747,7 @@ class FileAnalysis:
             self.analyzer.version,
             is_entry=id(function) in self.entries,
             crossed=self.crossed.get(id(function), frozenset()),
+            tuples=self.tuples.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=self._tuple_returns,
             resolve_property=lambda node: self.resolve_property(node, function),
@@ -767,10 +773,10 @@ class FileAnalysis:
         """Remember what `caller` passes to each callee; return callees whose inputs changed."""
         caller_key = id(caller)
         per_callee: dict[int, list] = defaultdict(list)
-        for callee, positional, keywords, crossed in result.calls:
+        for callee, positional, keywords, crossed, tuples in result.calls:
             if callee.is_disabled:
                 continue
-            per_callee[id(callee)].append((positional, keywords, crossed))
+            per_callee[id(callee)].append((positional, keywords, crossed, tuples))
             self.functions[id(callee)] = callee
         changed = []
         for callee_key, sites in per_callee.items():
@@ -778,8 +784,9 @@ class FileAnalysis:
             self.callers[callee_key].add(caller_key)
             callee = self.functions[callee_key]
             all_sites = [site for s in self.sites[callee_key].values() for site in s]
-            kinds = helper_param_kinds(callee, [(args, keywords) for args, keywords, _ in all_sites])
+            kinds = helper_param_kinds(callee, [(site[0], site[1]) for site in all_sites])
             crossed = crossed_params(callee, [site[2] for site in all_sites])
+            tuples = tuple_params(callee, [site[3] for site in all_sites])
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.
@@ -787,9 +794,11 @@ class FileAnalysis:
                 kinds = {name: kinds.get(name, Kind.UNKNOWN) if kinds.get(name, Kind.UNKNOWN) != Kind.UNKNOWN else kind
                          for name, kind in defaults.items()}
             if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
-                    or crossed != self.crossed.get(callee_key, frozenset())):
+                    or crossed != self.crossed.get(callee_key, frozenset())
+                    or tuples != self.tuples.get(callee_key, {})):
                 self.param_kinds[callee_key] = kinds
                 self.crossed[callee_key] = crossed
+                self.tuples[callee_key] = tuples
                 changed.append(callee)
         return changed
 

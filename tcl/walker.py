@@ -64,9 +64,10 @@ class FunctionResult:
     # When every `return` gives a tuple of one length: the kind of each element, joined.
     tuple_returns: tuple[Kind, ...] | None = None
     returns_other: bool = False  # some `return` is not such a tuple
-    # callee -> kinds of the positional arguments at each call site (self excluded), and the
-    # positions and keywords whose values were live at a graph break (see `crossed`)
-    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind], frozenset]] = field(default_factory=list)
+    # callee -> kinds of the positional arguments at each call site (self excluded), the
+    # positions and keywords whose values were live at a graph break (see `crossed`), and the
+    # element kinds of tuple displays passed (see `tuple_env`)
+    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind], frozenset, dict]] = field(default_factory=list)
     # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
     breaks: bool = False
 
@@ -163,6 +164,7 @@ class FunctionWalker(cst.CSTVisitor):
         is_entry: bool = False,
         plans: dict | None = None,
         crossed: frozenset = frozenset(),
+        tuples: dict | None = None,
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
@@ -191,6 +193,9 @@ class FunctionWalker(cst.CSTVisitor):
         # Names whose values were live at a default-mode graph break: the resumed frame gets
         # them as inputs, not as values computed in its graph.
         self.crossed: set[str] = set(crossed)
+        # Names holding a tuple whose element kinds are known (a parameter every caller fills
+        # with a tuple display).
+        self.tuple_env: dict[str, tuple[Kind, ...]] = dict(tuples or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         self._returned_by_break: cst.Call | None = None
 
@@ -392,7 +397,7 @@ class FunctionWalker(cst.CSTVisitor):
     def leave_Return(self, original_node: cst.Return) -> None:
         if self.parent(0) is not original_node:
             return
-        if self._inside_nested_function():
+        if self.inside_nested_function():
             return
         value = original_node.value
         kind = self.kind(value) if value is not None else Kind.META
@@ -419,7 +424,7 @@ class FunctionWalker(cst.CSTVisitor):
         if isinstance(node.value, cst.Name) and node.value.value == SELF:
             getter = self.resolve_property(node)
             if getter is not None:
-                self.result.calls.append((getter, [], {}, frozenset()))
+                self.result.calls.append((getter, [], {}, frozenset(), {}))
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
@@ -438,10 +443,24 @@ class FunctionWalker(cst.CSTVisitor):
             for i, arg in enumerate(node.args)
             if not arg.star and self.crossed_break(arg.value)
         ) if self.crossed and callee is not None else frozenset()
+        tuples = {
+            arg.keyword.value if arg.keyword is not None else i: self._display_kinds(arg.value)
+            for i, arg in enumerate(node.args)
+            if not arg.star and self._display_kinds(arg.value) is not None
+        } if callee is not None else {}
         for target in callees:
-            self.result.calls.append((target, positional, keywords, crossed))
+            self.result.calls.append((target, positional, keywords, crossed, tuples))
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
+
+    def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:
+        if isinstance(value, cst.Name) and value.value in self.tuple_env:
+            return self.tuple_env[value.value]
+        if isinstance(value, (cst.Tuple, cst.List)) and not any(
+            isinstance(e, cst.StarredElement) for e in value.elements
+        ):
+            return tuple(self.kind(e.value) for e in value.elements)
+        return None
 
     def leave_Call(self, original_node: cst.Call) -> None:
         # The callee's frame breaks: the caller's graph ends at the call and what the call
@@ -453,7 +472,7 @@ class FunctionWalker(cst.CSTVisitor):
             self._returned_by_break = original_node
 
     # -- helpers -------------------------------------------------------------------------
-    def _inside_nested_function(self) -> bool:
+    def inside_nested_function(self) -> bool:
         return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) for n in self.stack[:-1])
 
     def is_parameter(self, name: str) -> bool:
@@ -468,6 +487,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.env[name] = kind
         self.assigned.add(name)
         self.crossed.discard(name)
+        self.tuple_env.pop(name, None)
         self.kind.forget()
 
     def _bind_target(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
@@ -479,6 +499,8 @@ class FunctionWalker(cst.CSTVisitor):
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 values = [el.value for el in value.elements]
             returned = self._returned_elements(value, len(elements))
+            if returned is None and isinstance(value, cst.Name) and len(self.tuple_env.get(value.value, ())) == len(elements):
+                returned = self.tuple_env[value.value]
             for i, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
                     element = element.value
@@ -640,18 +662,45 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
     return default_kind if annotated is None else Kind.UNKNOWN
 
 
-def crossed_params(function: FunctionInfo, sites: list[frozenset]) -> frozenset:
-    """Parameters that every call site fills with a value live at a graph break of the caller
-    (`sites`: per call, the positions and keywords of such arguments)."""
+def _positional_names(function: FunctionInfo) -> list[str]:
     params = function.node.params
     positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
     if function.owner is not None and not function.is_staticmethod and positional[:1] in (["self"], ["cls"]):
         positional = positional[1:]
+    return positional
+
+
+def _named(positional: list[str], key):
+    return positional[key] if isinstance(key, int) and key < len(positional) else key
+
+
+def crossed_params(function: FunctionInfo, sites: list[frozenset]) -> frozenset:
+    """Parameters that every call site fills with a value live at a graph break of the caller
+    (`sites`: per call, the positions and keywords of such arguments)."""
+    positional = _positional_names(function)
     names = None
     for site in sites:
-        here = {positional[a] if isinstance(a, int) and a < len(positional) else a for a in site}
+        here = {_named(positional, a) for a in site}
         names = here if names is None else names & here
     return frozenset(n for n in names or () if isinstance(n, str))
+
+
+def tuple_params(function: FunctionInfo, sites: list[dict]) -> dict[str, tuple[Kind, ...]]:
+    """Parameters every call site fills with a tuple display (`(self.pad, extra)`): the kinds of
+    its elements, joined over the sites, so `left, right = paddings` types each name."""
+    positional = _positional_names(function)
+    found: dict[str, tuple[Kind, ...]] | None = None
+    for site in sites:
+        here = {_named(positional, key): kinds for key, kinds in site.items()}
+        if found is None:
+            found = {k: v for k, v in here.items() if isinstance(k, str)}
+        else:
+            found = {
+                name: tuple(join(a, b) for a, b in zip(kinds, here[name]))
+                for name, kinds in found.items()
+                if name in here and len(here[name]) == len(kinds)
+            }
+    return found or {}
 
 
 def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dict[str, Kind]]]) -> dict[str, Kind]:

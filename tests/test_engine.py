@@ -572,3 +572,33 @@ def test_assumptions_decide_training_and_dtype_branches():
                 ids = ids.clamp(min=0)
             return x[ids]
     ''', assume={"dtype": "float32"}) == [("TCL201", 6)]
+
+
+def test_tuple_arguments_type_each_element_in_the_helper():
+    # EnCodec's _pad1d; measured on 2.13: GB0170 at the `if` (line 22 here), nowhere else.
+    source = '''
+import torch
+from torch import nn
+
+
+class Conv(nn.Module):
+    def forward(self, x):
+        extra = self._extra(x)
+        return self._pad(x, (2, extra), mode="reflect")
+
+    def _extra(self, x):
+        frames = torch.ceil(torch.tensor(x.shape[-1] / 3.0)).to(torch.int64)
+        return frames * 3 - x.shape[-1]
+
+    @staticmethod
+    def _pad(x, paddings, mode="zero"):
+        length = x.shape[-1]
+        left, right = paddings
+        if mode != "reflect":
+            return x
+        biggest = max(left, right)
+        if length <= biggest:
+            x = nn.functional.pad(x, (0, 1))
+        return x * 2
+'''
+    assert findings(source) == [("TCL201", 22)]

@@ -137,6 +137,12 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
 
     result = probe_source(example.code, example.entry, example.args)
     assert result.exception is None
+    if not example.default_breaks:
+        assert result.breaks == [], "example says default mode logs no break"
+        error = result.fullgraph_error
+        assert error is not None and error.gb in rule.gb_ids()
+        assert [error.line] == example.expected_lines()
+        return
     assert runtime_lines(result, rule) == example.expected_lines()
     assert {b.gb for b in result.breaks} <= set(rule.gb_ids())
     fullgraph_breaks = example.fullgraph_breaks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import Example, Rule
 from .catalog import (
-    ContextVarInCompiledRegion, HookRegisteredInCompiledRegion, RngStateInCompiledRegion,
+    CompiledGenerator, ContextVarInCompiledRegion, HookRegisteredInCompiledRegion, RngStateInCompiledRegion,
     SortByTensor, TorchCheckMessage,
 )
 from .data_dependent import (
@@ -35,7 +35,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         DataMutation, ClassInCompiledFunction, RecurrentModule, InferenceModeQuery, SparseTensor,
         UnsupportedContextManager,
         RngStateInCompiledRegion, HookRegisteredInCompiledRegion, SortByTensor,
-        ContextVarInCompiledRegion, TorchCheckMessage,
+        ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
     ],
     key=lambda rule: rule.code,

@@ -31,6 +31,9 @@ class Example:
     args: str | None = None
     versions: str | None = None
     fullgraph_breaks: bool | None = None  # None: as the rule's modes say
+    # False: default mode logs no break (the frame silently runs eagerly); the `# BREAK` line
+    # is then where fullgraph=True raises.
+    default_breaks: bool = True
     # Recompile rules: an expression giving a list of argument tuples, one per call.
     calls: str | None = None
 

@@ -98,7 +98,7 @@ def _values_of(node: cst.BaseExpression, ctx) -> list[cst.BaseExpression]:
     return []
 
 
-def _holds(node: cst.BaseExpression, ctx, is_value) -> bool:
+def holds(node: cst.BaseExpression, ctx, is_value) -> bool:
     values = _values_of(node, ctx)
     return bool(values) and all(is_value(value, ctx) for value in values)
 
@@ -137,7 +137,7 @@ def _is_generator_ctor(value: cst.BaseExpression, ctx) -> bool:
 def _is_generator(node: cst.BaseExpression, ctx) -> bool:
     if ctx.qualname(node) == "torch.default_generator":
         return True
-    return _holds(node, ctx, _is_generator_ctor)
+    return holds(node, ctx, _is_generator_ctor)
 
 
 class RngStateInCompiledRegion(Rule):
@@ -370,7 +370,7 @@ def fn(x):
             ctx.report(self, node, self.message.format(what=f"Module.{method}()"))
         elif method == "retain_grad" and not node.args and is_tensor(kind):
             ctx.report(self, node, self.message.format(what="Tensor.retain_grad()"), gb="GB0108")
-        elif method == "remove" and not node.args and _holds(func.value, ctx, _is_module_hook_registration):
+        elif method == "remove" and not node.args and holds(func.value, ctx, _is_module_hook_registration):
             ctx.report(self, node, self.message.format(what="removing a module hook"), gb="GB0013")
 
 
@@ -703,7 +703,7 @@ def fn(x):
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in CONTEXTVAR_METHODS):
             return
-        if not (_is_contextvar_ctor(func.value, ctx) or _holds(func.value, ctx, _is_contextvar_ctor)):
+        if not (_is_contextvar_ctor(func.value, ctx) or holds(func.value, ctx, _is_contextvar_ctor)):
             return
         method = func.attr.value
         what = self.message.format(what=f"ContextVar.{method}()")
@@ -857,3 +857,63 @@ def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for el in target.elements for n in _target_names(el.value)]
     return []
+
+
+# -- TCL417 ------------------------------------------------------------------------------------
+
+
+class CompiledGenerator(Rule):
+    code = "TCL417"
+    name = "compiled-generator"
+    message = (
+        "torch.compile of a generator function: default mode runs {name}() eagerly without a "
+        "word, fullgraph=True raises"
+    )
+    fix = (
+        "compile the function that consumes the generator (Dynamo inlines generators it calls), "
+        "or return a list or a stacked tensor instead of yielding"
+    )
+    gb = (((2, 0), "GB0003"),)
+    rationale = (
+        "Measured on torch 2.13: Dynamo does not trace a generator frame. Under fullgraph=True "
+        "that is GB0003 at the def line; in default mode no graph break is logged at all, the "
+        "whole function simply runs eagerly, so the slowdown never shows in TORCH_LOGS. Calling "
+        "the same generator from a compiled function is traced."
+    )
+    VALID = [Example('''
+import torch
+
+def scaled(x):
+    for i in range(3):
+        yield x * i
+
+@torch.compile
+def fn(x):
+    return sum(scaled(x))
+''')]
+    INVALID = [Example('''
+import torch
+
+@torch.compile  # BREAK
+def fn(x):
+    for i in range(3):
+        yield x * i
+''', default_breaks=False), Example('''
+import torch
+
+def chunks(x):  # BREAK
+    for part in x.split(2):
+        yield part.sum()
+
+compiled_chunks = torch.compile(chunks)
+''', entry="chunks", default_breaks=False)]
+
+    def visit_Yield(self, node: cst.Yield, ctx) -> None:
+        function = ctx.function
+        compiled = function.is_compiled or function.qualname in ctx.index.compile_targets
+        if compiled and not ctx.inside_nested_function() and ctx.function is not getattr(self, "_reported", None):
+            self._reported = function
+            # Where the compiler reports it: the code object's first line, the first decorator.
+            decorators = function.node.decorators
+            where = decorators[0].decorator if decorators else function.node.name
+            ctx.report(self, where, self.message.format(name=function.qualname))

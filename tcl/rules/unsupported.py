@@ -7,6 +7,7 @@ import libcst as cst
 from ..dataflow import Kind, is_tensor
 from ..names import dotted
 from .base import Example, Rule
+from .catalog import holds
 
 
 class TensorToString(Rule):
@@ -623,6 +624,11 @@ UNSUPPORTED_CONTEXT_MANAGERS = frozenset({
     "torch.autograd.graph.saved_tensors_hooks", "torch.autograd.graph.save_on_cpu",
     "torch.random.fork_rng", "contextlib.redirect_stdout", "contextlib.redirect_stderr",
 })
+# Locks are entered as objects (`with _lock:`), usually built once at module level.
+LOCK_CONSTRUCTORS = frozenset({
+    "threading.Lock", "threading.RLock", "threading.Condition", "threading.Semaphore",
+    "threading.BoundedSemaphore", "multiprocessing.Lock", "multiprocessing.RLock",
+})
 
 
 class UnsupportedContextManager(Rule):
@@ -637,7 +643,8 @@ class UnsupportedContextManager(Rule):
     alt_gb = ("GB0208", "GB0008")
     rationale = (
         "Dynamo models a fixed set of context managers (no_grad, autocast, sdpa_kernel, ...). "
-        "Others (cudnn.flags, detect_anomaly, fork_rng, saved_tensors_hooks, redirect_stdout) "
+        "Others (cudnn.flags, detect_anomaly, fork_rng, saved_tensors_hooks, redirect_stdout, "
+        "threading locks) "
         "end the graph at the `with` (measured on torch 2.13)."
     )
     VALID = [Example('''
@@ -667,11 +674,31 @@ def fn(x):
         y = x + torch.rand_like(x)
     return y
 '''),
+        Example('''
+import threading
+
+import torch
+
+_install_lock = threading.Lock()
+
+@torch.compile
+def fn(x):
+    with _install_lock:  # BREAK
+        y = x * 2
+    return y + 1
+'''),
     ]
 
     def visit_WithItem(self, node: cst.WithItem, ctx) -> None:
-        if not isinstance(node.item, cst.Call):
+        item = node.item
+        if not isinstance(item, cst.Call):
+            if holds(item, ctx, _is_lock):
+                ctx.report(self, item, self.message.format(name="a threading lock").replace("(...)", ""))
             return
-        name = ctx.qualname(node.item.func) or ""
-        if name in UNSUPPORTED_CONTEXT_MANAGERS:
-            ctx.report(self, node.item, self.message.format(name=name))
+        name = ctx.qualname(item.func) or ""
+        if name in UNSUPPORTED_CONTEXT_MANAGERS or name in LOCK_CONSTRUCTORS:
+            ctx.report(self, item, self.message.format(name=name))
+
+
+def _is_lock(value: cst.BaseExpression, ctx) -> bool:
+    return isinstance(value, cst.Call) and ctx.qualname(value.func) in LOCK_CONSTRUCTORS
