@@ -1,21 +1,25 @@
 """tcl's measured precision and recall on real model code (transformers, timm, torchvision).
 
     python eval/run_eval.py [--models NAME,...] [--json out.json] [--jobs 2] [--timeout 240]
-                            [--results-dir DIR [--reuse]]
+                            [--results-dir DIR [--reuse]] [--assume model|none] [--eager-first]
 
 1. Every model (eval/models.py: tiny configs, random weights, no downloads) runs in a
    subprocess of its own (eval/worker.py) through tcl.oracle.probe: the eager run records
    the executed lines of the library files, the default-mode compiled run records every
-   graph break with its innermost *library* frame (file:line) and GB id.
-2. `tcl check` (tcl.runner.run, default Config) analyses every library file that any model
-   executed.
+   graph break with its innermost *library* frame (file:line) and GB id. Each run gets its
+   own copy of the freshly built model, so the compiled call is the model's first call.
+2. `tcl check` (tcl.runner.run) analyses every library file that the models executed, once per
+   mode (eval / train) told how those models run: `assume = {training: <mode>, dtype:
+   float32}` (`--assume none`: one run without assumptions).
 3. Recall: a break is found when a finding of the same file covers its line
-   (finding.line <= line <= finding.end_line + the rule's runtime_line_offset), any code.
-   Precision: over graph-break findings on executed lines; a finding is a true positive when
-   it covers a break.  Findings on lines no model executed, findings shadowed by a frame that
-   Dynamo already dropped to eager (a break inside a loop / with / try of the same function,
-   in the innermost frame or any caller frame of that break) and findings of non-graph-break
-   rules (recompile predictions) are counted apart, not in precision.
+   (finding.line <= line <= finding.end_line + the rule's runtime_line_offset), any code, from
+   the tcl run of a mode whose models hit the break.
+   Precision: over graph-break findings on lines executed by models of the finding's mode; a
+   finding is a true positive when it covers a break of such a model.  Findings on lines no
+   model executed, findings shadowed by a frame that Dynamo already dropped to eager (a break
+   inside a loop / with / try of the same function, in the innermost frame or any caller frame
+   of that break) and findings of non-graph-break rules (recompile predictions) are counted
+   apart, not in precision.
 
 Break sites are counted once per (file, line, GB id) over all models ("sites"); recall over
 per-model occurrences is printed as well.  See docs/accuracy.md for the results.
@@ -48,9 +52,10 @@ RESUMABLE_CONTEXTS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_m
 # running the models
 
 
-def run_models(names, jobs, timeout, results_dir, reuse):
+def run_models(names, jobs, timeout, results_dir, reuse, eager_first=False):
     os.makedirs(results_dir, exist_ok=True)
     env = dict(os.environ)
+    env["TCL_EVAL_EAGER_FIRST"] = "1" if eager_first else "0"
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.setdefault("HF_HUB_OFFLINE", "1")
     if jobs > 1:
@@ -60,7 +65,9 @@ def run_models(names, jobs, timeout, results_dir, reuse):
         out = os.path.join(results_dir, f"{name}.json")
         log = os.path.join(results_dir, f"{name}.log")
         if reuse and os.path.exists(out):
-            return name, _load(out), 0.0
+            kept = _load(out)
+            if kept.get("eager_first", eager_first) == eager_first:  # same protocol (older files: unknown)
+                return name, kept, 0.0
         if os.path.exists(out):
             os.remove(out)
         started = time.time()
@@ -629,6 +636,11 @@ def main(argv=None):
     parser.add_argument("--reuse", action="store_true", help="with --results-dir: reuse outputs already there")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
     parser.add_argument(
+        "--eager-first", action="store_true",
+        help="compile the model object the eager (coverage) run already called, as sessions 1-2 "
+        "did; by default the compiled run gets a fresh copy, like a user's first compiled call",
+    )
+    parser.add_argument(
         "--assume", choices=("model", "none"), default="model",
         help="model (default): tell tcl each model's mode and dtype (assume training=..., "
         "dtype=float32), one tcl run per mode; none: one run without assumptions",
@@ -654,7 +666,7 @@ def main(argv=None):
         tmp = tempfile.TemporaryDirectory(prefix="tcl_eval_")
         results_dir = tmp.name
     print(f"running {len(names)} models ({args.jobs} at a time)...", file=sys.stderr, flush=True)
-    results = run_models(names, args.jobs, args.timeout, results_dir, args.reuse)
+    results = run_models(names, args.jobs, args.timeout, results_dir, args.reuse, args.eager_first)
     summary = evaluate(results, names, args.assume)
     summary["assume"] = args.assume
     summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])

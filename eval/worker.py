@@ -94,12 +94,16 @@ def main(name: str, out_path: str) -> int:
         return 0
     build_s = time.time() - started
     torch.manual_seed(0)
+    eager_first = os.environ.get("TCL_EVAL_EAGER_FIRST") == "1"
+    # A fresh copy per run: the compiled call is the model's first call, as in real use (the
+    # eager run would otherwise have installed transformers' output-capture hooks already).
     res = oracle.probe(model, args, kwargs, user_files=user, collect_lines=True, modes=("default",),
-                       fresh_target=os.environ.get("TCL_EVAL_FRESH") == "1")
+                       fresh_target=not eager_first)
     oracle._parse_log = original_parse
 
     stacks = _stacks(records, user_norm)
     result.update(
+        eager_first=eager_first,
         build_seconds=round(build_s, 2),
         seconds=round(time.time() - started, 2),
         exception=res.exception,
