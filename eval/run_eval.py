@@ -10,7 +10,7 @@
    own copy of the freshly built model, so the compiled call is the model's first call.
 2. `tcl check` (tcl.runner.run) analyses every library file that the models executed, once per
    mode (eval / train) told how those models run: `assume = {training: <mode>, dtype:
-   float32}` (`--assume none`: one run without assumptions).
+   float32, device: cpu}` (`--assume none`: one run without assumptions).
 3. Recall: a break is found when a finding of the same file covers its line
    (finding.line <= line <= finding.end_line + the rule's runtime_line_offset), any code, from
    the tcl run of a mode whose models hit the break.
@@ -314,8 +314,8 @@ def evaluate(results, names, assume="model"):
     # -- tcl -----------------------------------------------------------------------------
     # With --assume model (the default), tcl is told how the models run, as a user would in
     # [tool.tcl] assume: once per mode, over the files the models of that mode ran, with
-    # `training` set by the mode and `dtype` float32 (every model runs fp32). A finding then
-    # counts only against the lines and breaks of the models of its mode.
+    # `training` set by the mode, `dtype` float32 and `device` cpu (every model runs fp32 on
+    # CPU). A finding then counts only against the lines and breaks of the models of its mode.
     files = {p for p in executed if os.path.isfile(p)}
     modes = sorted(executed_in) if assume == "model" else [None]
     findings = defaultdict(list)
@@ -323,7 +323,7 @@ def evaluate(results, names, assume="model"):
     skipped, errors, tcl_seconds = set(), {}, 0.0
     for mode in modes:
         mode_files = {p for p in executed_in[mode] if os.path.isfile(p)} if mode else files
-        settings = {"training": mode == "train", "dtype": "float32"} if mode else None
+        settings = {"training": mode == "train", "dtype": "float32", "device": "cpu"} if mode else None
         found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
         skipped |= mode_skipped
         errors.update(mode_errors)
@@ -642,8 +642,8 @@ def main(argv=None):
     )
     parser.add_argument(
         "--assume", choices=("model", "none"), default="model",
-        help="model (default): tell tcl each model's mode and dtype (assume training=..., "
-        "dtype=float32), one tcl run per mode; none: one run without assumptions",
+        help="model (default): tell tcl each model's mode, dtype and device (assume training=..., "
+        "dtype=float32, device=cpu), one tcl run per mode; none: one run without assumptions",
     )
     args = parser.parse_args(argv)
     if args.list:

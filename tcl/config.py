@@ -29,7 +29,8 @@ class Config:
     mode: str = "default"
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     # What the user compiles under, so branches on it are decided statically:
-    # {"training": False} (inference), {"dtype": "bfloat16"} (floating tensors' dtype).
+    # {"training": False} (inference), {"dtype": "bfloat16"} (floating tensors' dtype),
+    # {"device": "cpu"} (where the tensors live: Dynamo reads 0-d CPU tensor inputs as numbers).
     assume: dict[str, object] = field(default_factory=dict)
     source: Path | None = None  # the pyproject.toml it came from
 
@@ -51,6 +52,7 @@ KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
     "per-file-ignores", "assume",
 }
+DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
 FLOAT_DTYPES = {
     "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
@@ -102,7 +104,7 @@ def _codes(value, where) -> list[str]:
 
 
 def parse_assumption(text: str) -> tuple[str, object]:
-    """`training=false` / `dtype=bfloat16` from the command line."""
+    """`training=false` / `dtype=bfloat16` / `device=cuda` from the command line."""
     key, sep, value = text.partition("=")
     key, value = key.strip(), value.strip()
     if not sep or not key:
@@ -117,9 +119,11 @@ def parse_assumption(text: str) -> tuple[str, object]:
 def validate(config: Config, where: str) -> None:
     if not isinstance(config.assume, dict):
         raise ConfigError(f"{where}: assume must be a table, e.g. assume = {{ training = false }}")
-    unknown = set(config.assume) - {"training", "dtype"}
+    unknown = set(config.assume) - {"training", "dtype", "device"}
     if unknown:
-        raise ConfigError(f"{where}: unknown assume keys: {', '.join(sorted(unknown))} (known: dtype, training)")
+        raise ConfigError(f"{where}: unknown assume keys: {', '.join(sorted(unknown))} (known: device, dtype, training)")
+    if "device" in config.assume and config.assume["device"] not in DEVICES:
+        raise ConfigError(f"{where}: assume.device must be one of {', '.join(DEVICES)}, not {config.assume['device']!r}")
     if "training" in config.assume and not isinstance(config.assume["training"], bool):
         raise ConfigError(f"{where}: assume.training must be true or false")
     if "dtype" in config.assume and str(config.assume["dtype"]).removeprefix("torch.") not in FLOAT_DTYPES:

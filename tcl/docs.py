@@ -52,6 +52,8 @@ def source_link(rule, depth: int = 1) -> str:
 
 def _example(title: str, example) -> list[str]:
     note = f" (torch {example.versions})" if example.versions else ""
+    if example.assume:
+        note += " (with `assume = " + str(example.assume).replace("'", '"') + "`)"
     return [f"{title}{note}:", "", "```python", example.code.strip("\n"), "```", ""]
 
 

@@ -238,10 +238,16 @@ class FunctionWalker(cst.CSTVisitor):
             self._graph_ends()
 
     def crossed_break(self, node: cst.BaseExpression) -> bool:
-        """A name whose value was live at an earlier default-mode graph break in this function.
-        Measured on 2.13: such a 0-d tensor used as a size of torch.arange/zeros/... or as a
-        narrow() length does not break again (slice bounds still do)."""
+        """A name whose value was live at an earlier default-mode graph break in this function:
+        an input of the frame Dynamo resumes in."""
         return isinstance(node, cst.Name) and node.value in self.crossed
+
+    @property
+    def cpu_tensors(self) -> bool:
+        """`assume device = "cpu"`. Measured (2.11 and 2.13): Dynamo reads a 0-d CPU tensor
+        that is a frame input as a number, so as a size of torch.arange/zeros/... or a narrow()
+        length it does not break; the same CUDA tensor does (GB0033)."""
+        return bool(self.assume) and self.assume.get("device") == "cpu"
 
     def _graph_ends(self) -> None:
         self.result.breaks = True

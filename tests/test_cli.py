@@ -220,6 +220,8 @@ def test_assume_from_pyproject_and_command_line(tree):
     assert lines(tcl("check", "--format", "json", "--assume", "training=true", "pkg/model.py", cwd=tree)) == [7]
     bad = tcl("check", "--assume", "dtype=int8", "pkg/model.py", cwd=tree)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "assume.dtype must be a floating dtype" in bad.stderr
+    bad = tcl("check", "--assume", "device=tpu", "pkg/model.py", cwd=tree)
+    assert bad.returncode == 2 and "assume.device must be one of cpu, cuda, xpu, mps" in bad.stderr
     (tree / "pyproject.toml").write_text('[tool.tcl]\nassume = { mode = "eval" }\n')
     bad = tcl("check", "pkg/model.py", cwd=tree)
     assert bad.returncode == 2 and "unknown assume keys: mode" in bad.stderr

@@ -33,13 +33,14 @@ INVALID_CASES = [
     for rule in ALL_RULES
     for i, example in enumerate(rule.INVALID)
 ]
-ANALYZERS: dict[str, Analyzer] = {}
+ANALYZERS: dict[tuple, Analyzer] = {}
 
 
-def analyze(code: str, version: str):
-    if version not in ANALYZERS:
-        ANALYZERS[version] = Analyzer(Config(torch_version=version))
-    return ANALYZERS[version].check_source(code, "example.py")
+def analyze(code: str, version: str, assume: dict | None = None):
+    key = (version, tuple(sorted((assume or {}).items())))
+    if key not in ANALYZERS:
+        ANALYZERS[key] = Analyzer(Config(torch_version=version, assume=dict(assume or {})))
+    return ANALYZERS[key].check_source(code, "example.py")
 
 
 def example_version(example) -> str:
@@ -59,7 +60,7 @@ def test_every_rule_has_examples():
 
 @pytest.mark.parametrize("rule, example", INVALID_CASES)
 def test_invalid_example_is_reported(rule, example):
-    report = analyze(example.code, example_version(example))
+    report = analyze(example.code, example_version(example), example.assume)
     assert not report.errors
     lines = [f.line for f in report.findings if f.code == rule.code]
     assert lines == example.expected_lines()
@@ -71,7 +72,7 @@ def test_invalid_example_is_reported(rule, example):
 
 @pytest.mark.parametrize("rule, example", VALID_CASES)
 def test_valid_example_is_clean(rule, example):
-    report = analyze(example.code, example_version(example))
+    report = analyze(example.code, example_version(example), example.assume)
     assert not report.errors
     assert report.findings == []
 

@@ -34,6 +34,9 @@ class Example:
     # False: default mode logs no break (the frame silently runs eagerly); the `# BREAK` line
     # is then where fullgraph=True raises.
     default_breaks: bool = True
+    # What the static check assumes, as `[tool.tcl] assume` (the compiler test runs on CPU):
+    # {"device": "cpu"} for behaviour only CPU tensors have.
+    assume: dict | None = None
     # Recompile rules: an expression giving a list of argument tuples, one per call.
     calls: str | None = None
 

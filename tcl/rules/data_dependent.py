@@ -405,8 +405,8 @@ def fn(x, counts):
     tail = torch.sigmoid(x[:, n:])
     return head.sum() + tail.sum()
 ''', args="(torch.randn(2, 4), torch.tensor([2]))"),
-        # A tensor live at an earlier break reaches the resumed frame as an input: as a size of
-        # a factory it no longer breaks; as a slice bound it still does.
+        # A tensor live at an earlier break reaches the resumed frame as an input: on CPU, as a
+        # size of a factory it no longer breaks (on CUDA it does); as a slice bound it still does.
         Example('''
 import torch
 
@@ -418,7 +418,7 @@ def fn(x, mask):
     extra = torch.ones(width, 2)
     tail = x[:, :width]  # BREAK
     return pad.sum() + extra.sum() + tail.sum()
-''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))"),
+''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))", assume={"device": "cpu"}),
         Example('''
 import torch
 
@@ -430,7 +430,7 @@ def fn(x, mask):
     width = mask.max()
     rows = first_rows(x, mask)
     return rows.sum() + x.narrow(1, 0, width).sum()
-''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))"),
+''', args="(torch.randn(2, 4), torch.tensor([1, 1, 0]))", assume={"device": "cpu"}),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -472,9 +472,10 @@ def fn(x, mask):
         Measured on 2.13: once `x[:, :n]` has broken the graph, `x[:, n:]` with the same tensor
         `n` further down does not break again (the frame runs eagerly after a slice-bound
         break; after a factory-size break `n` reaches the resumed frame as an input).
-        `resumed_ok`: sizes of torch factories and narrow() lengths also take a tensor that was
+        `resumed_ok`: sizes of torch factories and narrow() lengths take a CPU tensor that was
         live at an earlier graph break (an input of the resumed frame) without breaking."""
-        tensors = [v for v in values if is_tensor(ctx.kind(v)) and not (resumed_ok and ctx.crossed_break(v))]
+        inputs_ok = resumed_ok and ctx.cpu_tensors
+        tensors = [v for v in values if is_tensor(ctx.kind(v)) and not (inputs_ok and ctx.crossed_break(v))]
         if not tensors:
             return False
         if self._walk is not ctx:
@@ -495,6 +496,7 @@ class SequenceCompareWithTensor(Rule):
         "separately with torch._check(t == n)"
     )
     gb = (((2, 0), "GB6622"),)
+    alt_gb = ("GB0170",)  # torch 2.11 on CUDA reports the same break as a data-dependent branch
     rationale = (
         "`list(t.size()) == [b, n, s]` compares element by element. When one element is a "
         "tensor (`n = mask.sum()`, `lengths.max()`), that comparison gives a tensor, not a "
