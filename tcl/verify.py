@@ -1073,7 +1073,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
 
-def _static(args, paths: list[str]):
+def _static(args, paths: list[str], device: str):
     from .config import Config, find_pyproject, load
     from .runner import run
 
@@ -1086,6 +1086,8 @@ def _static(args, paths: list[str]):
         config = load(pyproject)
     config.mode = "default"  # verify compiles in default mode; fullgraph errors are reported apart
     config.torch_version = None  # the torch that runs the examples
+    # Findings are proven on this device: what breaks can differ between CPU and CUDA tensors.
+    config.assume = {**config.assume, "device": device}
     root = str(config.source.parent) if config.source else "."
     return run(paths, config, root=root)
 
@@ -1104,7 +1106,8 @@ def _verify(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: no such file or directory")
     specs = [parse_spec(spec) for spec in args.example]
 
-    static = _static(args, args.paths)
+    device, gpus = resolve_device(args.device)
+    static = _static(args, args.paths, device)
     files = [report.path for report in static.reports]
     checked = {_norm(path) for path in files}
     replayed, notes = replay_sources(args.replay, files) if args.replay else ([], [])
@@ -1117,7 +1120,6 @@ def _verify(args: argparse.Namespace) -> int:
         raise UsageError("no examples: no checked file defines tcl_examples(); pass --example SPEC")
     sources = sorted(dict.fromkeys(sources), key=lambda s: s.sort_key)
 
-    device, gpus = resolve_device(args.device)
     jobs = args.jobs or (max(1, len(gpus)) if device == "cuda" else 1)
     user_files = sorted({os.path.realpath(path) for path in files})
     workdir = tempfile.mkdtemp(prefix="tcl_verify_")
