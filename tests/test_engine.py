@@ -605,3 +605,21 @@ class Conv(nn.Module):
         return x * 2
 '''
     assert findings(source) == [("TCL201", 22)]
+
+
+def test_compiled_generator_is_reported_once_after_a_rewalk():
+    # `chunks` is walked again once `scale`'s return kind is known: the finding must survive.
+    assert findings('''
+        import torch
+
+
+        def scale(x):
+            return x * 2
+
+
+        @torch.compile
+        def chunks(x):
+            for part in x.split(2):
+                yield scale(part)
+            yield scale(x).sum()
+    ''') == [("TCL417", 9)]

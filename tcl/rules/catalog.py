@@ -911,8 +911,9 @@ compiled_chunks = torch.compile(chunks)
     def visit_Yield(self, node: cst.Yield, ctx) -> None:
         function = ctx.function
         compiled = function.is_compiled or function.qualname in ctx.index.compile_targets
-        if compiled and not ctx.inside_nested_function() and ctx.function is not getattr(self, "_reported", None):
-            self._reported = function
+        # One finding per walk of the function (a re-walk reports it again).
+        if compiled and not ctx.inside_nested_function() and ctx is not getattr(self, "_reported_in", None):
+            self._reported_in = ctx
             # Where the compiler reports it: the code object's first line, the first decorator.
             decorators = function.node.decorators
             where = decorators[0].decorator if decorators else function.node.name
