@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Iterable
 
 import libcst as cst
 
+from .assume import assumed_truth
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
-from .config import FLOAT_DTYPES
 from .rules.base import DEFAULT_MODE
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | No
     if isinstance(test, cst.Name) and test.value == "TYPE_CHECKING":
         return False
     if assume:
-        truth = _assumed_truth(test, index, assume)
+        truth = assumed_truth(test, index, assume)
         if truth is not None:
             return truth
     if isinstance(test, cst.BooleanOperation):
@@ -105,50 +105,6 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | No
             if left is False and right is False:
                 return False
     return None
-
-
-def _assumed_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict) -> bool | None:
-    training = assume.get("training")
-    if training is not None and _is_self_training(test):
-        return training
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return None
-    left, (target,) = test.left, test.comparisons
-    right, operator = target.comparator, target.operator
-    if training is not None and isinstance(operator, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
-        # `self.training is True` (Reformer)
-        for flag, constant in ((left, right), (right, left)):
-            if _is_self_training(flag) and isinstance(constant, cst.Name) and constant.value in ("True", "False"):
-                same = training == (constant.value == "True")
-                return same if isinstance(operator, (cst.Is, cst.Equal)) else not same
-    dtype = assume.get("dtype")
-    if dtype is None:
-        return None
-    dtype = FLOAT_DTYPES[str(dtype).removeprefix("torch.")]
-    if not _is_dtype_read(left):
-        left, right = right, left
-        if isinstance(operator, (cst.In, cst.NotIn)) or not _is_dtype_read(left):
-            return None
-    options = [e.value for e in right.elements] if isinstance(right, (cst.Tuple, cst.List, cst.Set)) else [right]
-    names = [FLOAT_DTYPES.get((index.qualify(o) or "").removeprefix("torch.")) for o in options]
-    if not names or None in names or not all((index.qualify(o) or "").startswith("torch.") for o in options):
-        return None  # an integer dtype, or something tcl cannot name: not decided
-    if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
-        return dtype in names
-    if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
-        return dtype not in names
-    return None
-
-
-def _is_self_training(node: cst.BaseExpression) -> bool:
-    return (
-        isinstance(node, cst.Attribute) and node.attr.value == "training"
-        and isinstance(node.value, cst.Name) and node.value.value == SELF
-    )
-
-
-def _is_dtype_read(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == "dtype"
 
 
 class FunctionWalker(cst.CSTVisitor):
