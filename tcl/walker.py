@@ -405,11 +405,11 @@ class FunctionWalker(cst.CSTVisitor):
             for i, arg in enumerate(node.args)
             if not arg.star and self.crossed_break(arg.value)
         ) if self.crossed and callee is not None else frozenset()
-        tuples = {
-            arg.keyword.value if arg.keyword is not None else i: self._display_kinds(arg.value)
-            for i, arg in enumerate(node.args)
-            if not arg.star and self._display_kinds(arg.value) is not None
-        } if callee is not None else {}
+        tuples = {}
+        for i, arg in enumerate(node.args if callee is not None else ()):
+            elements = None if arg.star else self._display_kinds(arg.value)
+            if elements is not None:
+                tuples[arg.keyword.value if arg.keyword is not None else i] = elements
         for target in callees:
             self.result.calls.append((target, positional, keywords, crossed, tuples))
         if callee is not None and self.callee_breaks(callee):
@@ -624,12 +624,17 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
     return default_kind if annotated is None else Kind.UNKNOWN
 
 
-def _positional_names(function: FunctionInfo) -> list[str]:
+def _positional_params(function: FunctionInfo) -> list[cst.Param]:
+    """The parameters call sites fill by position: a method's `self`/`cls` left out."""
     params = function.node.params
-    positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
-    if function.owner is not None and not function.is_staticmethod and positional[:1] in (["self"], ["cls"]):
+    positional = list(params.posonly_params) + list(params.params)
+    if function.owner is not None and not function.is_staticmethod and positional and positional[0].name.value in (SELF, "cls"):
         positional = positional[1:]
     return positional
+
+
+def _positional_names(function: FunctionInfo) -> list[str]:
+    return [param.name.value for param in _positional_params(function)]
 
 
 def _named(positional: list[str], key):
@@ -668,10 +673,7 @@ def tuple_params(function: FunctionInfo, sites: list[dict]) -> dict[str, tuple[K
 def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dict[str, Kind]]]) -> dict[str, Kind]:
     """Parameters of a helper: what its callers in traced code pass (joined over call sites)."""
     params = function.node.params
-    positional = list(params.posonly_params) + list(params.params)
-    skip_self = function.owner is not None and not function.is_staticmethod and positional and positional[0].name.value in (SELF, "cls")
-    if skip_self:
-        positional = positional[1:]
+    positional = _positional_params(function)
     kinds: dict[str, Kind] = {}
     for i, param in enumerate(positional + list(params.kwonly_params)):
         name = param.name.value
