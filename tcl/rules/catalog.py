@@ -876,7 +876,7 @@ class CompiledGenerator(Rule):
     gb = (((2, 0), "GB0003"),)
     rationale = (
         "Measured on torch 2.13: Dynamo does not trace a generator frame. Under fullgraph=True "
-        "that is GB0003 at the def line; in default mode no graph break is logged at all, the "
+        "that is GB0003 at the function's first line (its first decorator); in default mode no graph break is logged at all, the "
         "whole function simply runs eagerly, so the slowdown never shows in TORCH_LOGS. Calling "
         "the same generator from a compiled function is traced."
     )
