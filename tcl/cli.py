@@ -81,7 +81,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--assume", action="append", default=[], metavar="KEY=VALUE",
         help="what the code is compiled under: training=false (inference) or training=true, "
-        "dtype=bfloat16 (the dtype of floating tensors); branches on it are then decided",
+        "dtype=bfloat16 (the dtype of floating tensors), device=cpu|cuda|xpu|mps; what Dynamo "
+        "decides from them is then decided statically too",
     )
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")

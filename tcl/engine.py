@@ -467,7 +467,7 @@ class FileAnalysis:
         self.param_kinds: dict[int, dict[str, Kind]] = {}
         self.functions: dict[int, FunctionInfo] = {}
         self.entries: dict[int, str] = {}
-        # callee id -> caller id -> call sites (positional kinds, keyword kinds)
+        # callee id -> caller id -> call sites (walker.CallSite)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
@@ -773,10 +773,10 @@ class FileAnalysis:
         """Remember what `caller` passes to each callee; return callees whose inputs changed."""
         caller_key = id(caller)
         per_callee: dict[int, list] = defaultdict(list)
-        for callee, positional, keywords, crossed, tuples in result.calls:
+        for callee, site in result.calls:
             if callee.is_disabled:
                 continue
-            per_callee[id(callee)].append((positional, keywords, crossed, tuples))
+            per_callee[id(callee)].append(site)
             self.functions[id(callee)] = callee
         changed = []
         for callee_key, sites in per_callee.items():
@@ -784,9 +784,9 @@ class FileAnalysis:
             self.callers[callee_key].add(caller_key)
             callee = self.functions[callee_key]
             all_sites = [site for s in self.sites[callee_key].values() for site in s]
-            kinds = helper_param_kinds(callee, [(site[0], site[1]) for site in all_sites])
-            crossed = crossed_params(callee, [site[2] for site in all_sites])
-            tuples = tuple_params(callee, [site[3] for site in all_sites])
+            kinds = helper_param_kinds(callee, all_sites)
+            crossed = crossed_params(callee, all_sites)
+            tuples = tuple_params(callee, all_sites)
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.

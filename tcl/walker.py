@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import libcst as cst
 
@@ -57,6 +57,15 @@ class Candidate:
     amplifier: str | None  # "for loop", "with block", "try block" when the frame falls back
 
 
+class CallSite(NamedTuple):
+    """What one call passes its callee (a method's `self` excluded)."""
+
+    positional: list[Kind]  # kinds of the positional arguments
+    keywords: dict[str, Kind]  # kinds of the keyword arguments
+    crossed: frozenset = frozenset()  # positions / keywords of values live at a graph break
+    tuples: dict = {}  # position / keyword -> element kinds of a tuple display passed there
+
+
 @dataclass
 class FunctionResult:
     candidates: list[Candidate] = field(default_factory=list)
@@ -64,10 +73,7 @@ class FunctionResult:
     # When every `return` gives a tuple of one length: the kind of each element, joined.
     tuple_returns: tuple[Kind, ...] | None = None
     returns_other: bool = False  # some `return` is not such a tuple
-    # callee -> kinds of the positional arguments at each call site (self excluded), the
-    # positions and keywords whose values were live at a graph break (see `crossed`), and the
-    # element kinds of tuple displays passed (see `tuple_env`)
-    calls: list[tuple[FunctionInfo, list[Kind], dict[str, Kind], frozenset, dict]] = field(default_factory=list)
+    calls: list[tuple[FunctionInfo, "CallSite"]] = field(default_factory=list)
     # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
     breaks: bool = False
 
@@ -386,7 +392,7 @@ class FunctionWalker(cst.CSTVisitor):
         if isinstance(node.value, cst.Name) and node.value.value == SELF:
             getter = self.resolve_property(node)
             if getter is not None:
-                self.result.calls.append((getter, [], {}, frozenset(), {}))
+                self.result.calls.append((getter, CallSite([], {})))
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
@@ -410,8 +416,9 @@ class FunctionWalker(cst.CSTVisitor):
             elements = None if arg.star else self._display_kinds(arg.value)
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
+        site = CallSite(positional, keywords, crossed, tuples)
         for target in callees:
-            self.result.calls.append((target, positional, keywords, crossed, tuples))
+            self.result.calls.append((target, site))
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
 
@@ -641,24 +648,23 @@ def _named(positional: list[str], key):
     return positional[key] if isinstance(key, int) and key < len(positional) else key
 
 
-def crossed_params(function: FunctionInfo, sites: list[frozenset]) -> frozenset:
-    """Parameters that every call site fills with a value live at a graph break of the caller
-    (`sites`: per call, the positions and keywords of such arguments)."""
+def crossed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset:
+    """Parameters that every call site fills with a value live at a graph break of the caller."""
     positional = _positional_names(function)
     names = None
     for site in sites:
-        here = {_named(positional, a) for a in site}
+        here = {_named(positional, a) for a in site.crossed}
         names = here if names is None else names & here
     return frozenset(n for n in names or () if isinstance(n, str))
 
 
-def tuple_params(function: FunctionInfo, sites: list[dict]) -> dict[str, tuple[Kind, ...]]:
+def tuple_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, tuple[Kind, ...]]:
     """Parameters every call site fills with a tuple display (`(self.pad, extra)`): the kinds of
     its elements, joined over the sites, so `left, right = paddings` types each name."""
     positional = _positional_names(function)
     found: dict[str, tuple[Kind, ...]] | None = None
     for site in sites:
-        here = {_named(positional, key): kinds for key, kinds in site.items()}
+        here = {_named(positional, key): kinds for key, kinds in site.tuples.items()}
         if found is None:
             found = {k: v for k, v in here.items() if isinstance(k, str)}
         else:
@@ -670,7 +676,7 @@ def tuple_params(function: FunctionInfo, sites: list[dict]) -> dict[str, tuple[K
     return found or {}
 
 
-def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dict[str, Kind]]]) -> dict[str, Kind]:
+def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[str, Kind]:
     """Parameters of a helper: what its callers in traced code pass (joined over call sites)."""
     params = function.node.params
     positional = _positional_params(function)
@@ -678,7 +684,7 @@ def helper_param_kinds(function: FunctionInfo, sites: list[tuple[list[Kind], dic
     for i, param in enumerate(positional + list(params.kwonly_params)):
         name = param.name.value
         seen: Kind | None = None
-        for args, keywords in sites:
+        for args, keywords, *_ in sites:
             if name in keywords:
                 site_kind = keywords[name]
             elif i < len(args) and param in positional:

@@ -143,7 +143,7 @@ def _parameters(ctx) -> list[cst.Param]:
     return positional + list(params.kwonly_params)
 
 
-def _live_nodes(body: cst.CSTNode, index):
+def live_nodes(body: cst.CSTNode, index):
     """Nodes of the body Dynamo traces, in source order: not nested functions, lambdas or
     classes (their own scopes), not branches decided false under torch.compile."""
     from ..walker import static_truth
@@ -290,7 +290,7 @@ def fn(x):
         where = self._dynamic_false(ctx)
         if where is None or "mark_dynamic" in (ctx.index.source or ""):
             return  # the file marks the varying dimensions itself
-        nodes = list(_live_nodes(node, ctx.index))
+        nodes = list(live_nodes(node, ctx.index))
         rebound = _bound_names(nodes)
         # The parameter's own name node: kinds are memoised by node identity, so no temporaries.
         tensors = {
@@ -305,7 +305,7 @@ def fn(x):
                     callee = ctx.resolve_call(inner)
                     passed = self._passed(inner, callee, tensors)
                     if passed:
-                        helper_nodes = list(_live_nodes(callee.node.body, callee.index))
+                        helper_nodes = list(live_nodes(callee.node.body, callee.index))
                         read = self._first_size_read(callee, helper_nodes, passed, ctx.function)
                         if read is not None:
                             break
@@ -529,7 +529,7 @@ def fn(x, *scales):
         star = ctx.function.node.params.star_arg
         if isinstance(star, cst.Param):
             containers[star.name.value] = "*args"
-        nodes = list(_live_nodes(node, ctx.index))
+        nodes = list(live_nodes(node, ctx.index))
         for name in _bound_names(nodes) | {n for n, kind in containers.items() if kind == "fixed"}:
             containers.pop(name, None)
         reported: set[str] = set()

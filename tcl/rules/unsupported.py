@@ -8,6 +8,7 @@ from ..dataflow import Kind, is_tensor
 from ..names import dotted
 from .base import Example, Rule
 from .catalog import holds
+from .recompiles import live_nodes
 
 
 class TensorToString(Rule):
@@ -384,17 +385,12 @@ def _initialises_module_with_parameters(ctx) -> bool:
     function = ctx.function
     if function.name != "__init__" or function.owner is None or not function.owner.is_module:
         return False
-    found = False
-
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            nonlocal found
-            name = ctx.qualname(call.func)
-            if name in PARAMETER_CALLS or name in BUFFER_CALLS or _owns_parameters(call, name):
-                found = True
-
-    function.node.body.visit(Finder())
-    return found
+    for node in live_nodes(function.node.body, ctx.index):
+        if isinstance(node, cst.Call):
+            name = ctx.qualname(node.func)
+            if name in PARAMETER_CALLS or name in BUFFER_CALLS or _owns_parameters(node, name):
+                return True
+    return False
 
 
 class DataMutation(Rule):
