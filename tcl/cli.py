@@ -18,6 +18,9 @@ from .rules import ALL_RULES, BY_CODE
 from .verify import add_verify_parser, cmd_verify
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# The name `tcl` on PyPI is another project's, so the hint names pygls itself (what the extra
+# adds) and the extra as installed from a checkout; both work as written.
+LSP_INSTALL_HINT = 'pip install "pygls>=2.1,<3" (or, in a tcl checkout: pip install -e ".[lsp]")'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
     add_config_options(check)
     check.add_argument(
-        "--format", choices=("text", "json", "sarif", "github"), default="text",
-        help="text (flake8-style), json, sarif (SARIF 2.1.0, for code scanning) or github (workflow annotations)",
+        "--format", choices=("text", "concise", "flake8", "json", "sarif", "github"), default="text",
+        help="text (a finding's line, then what it costs, its fix and where a helper is reached from, "
+        "indented; a summary at the end), concise (one short line a finding, a summary), flake8 (one "
+        "line a finding with everything, exactly what `flake8 --select TCL` prints), json, sarif "
+        "(SARIF 2.1.0, for code scanning) or github (workflow annotations)",
     )
     check.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: all cores)")
     check.add_argument("--no-cache", action="store_true", help="analyse every file; neither read nor write .tcl_cache")
@@ -48,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="report a file whose analysis takes more CPU time as an error and go on (default: 20; 0: no limit)",
     )
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument(
+        "-q", "--quiet", action="count", default=0,
+        help="text output: -q names each file with findings once, -qq prints no findings (the exit status tells)",
+    )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
 
     rules = commands.add_parser("rules", help="list every rule")
@@ -64,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_parser(commands)  # `tcl bench` imports and runs the code: see tcl/bench.py
     commands.add_parser(
-        "lsp", help="run the language server on stdin/stdout (needs pygls: the tcl[lsp] extra)",
+        "lsp", help="run the language server on stdin/stdout (needs pygls: the lsp extra)",
         description="Language server: tcl check's findings as diagnostics, tcl fix's rewrites as "
         "quick fixes. Speaks LSP on stdin/stdout; see docs/integrations.md.",
     )
@@ -143,7 +153,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     elif args.format == "github":
         write_github(findings, errors, sys.stdout)
     else:
-        write_text(findings, errors, sys.stdout, sys.stderr, args.statistics)
+        write_text(findings, errors, sys.stdout, sys.stderr, args.statistics, style=args.format,
+                   quiet=args.quiet, checked=len(result.reports))
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
@@ -154,11 +165,15 @@ def cmd_rules(args: argparse.Namespace) -> int:
         json.dump([rule_summary(rule) for rule in ALL_RULES], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_CLEAN
+    rows = [("code", "name", "modes; torch versions", "graph-break ids")]
     for rule in ALL_RULES:
-        gb = ",".join(rule.gb_ids()) or "-"
-        modes = "all modes" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} mode only"
-        versions = f"torch {rule.versions}" if rule.versions else "all torch versions"
-        print(f"{rule.code}  {rule.name:<40} {gb:<22} {modes}; {versions}")
+        modes = "all modes" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} only"
+        versions = f"torch {rule.versions}" if rule.versions else "all versions"
+        rows.append((rule.code, rule.name, f"{modes}; {versions}", ", ".join(rule.gb_ids()) or "-"))
+    # The GB list, the one column of no fixed width, comes last, so a long one never shifts the rest.
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
     return EXIT_CLEAN
 
 
@@ -186,10 +201,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     except ImportError as exc:
         if (exc.name or "").partition(".")[0] not in ("pygls", "lsprotocol", "cattrs"):
             raise
-        sys.stderr.write(
-            "tcl: `tcl lsp` needs pygls: pip install \"tcl[lsp]\" (tcl's lsp extra, from its repository "
-            "or checkout: pip install \"./tcl[lsp]\")\n"
-        )
+        sys.stderr.write(f"tcl: `tcl lsp` needs pygls, tcl's lsp extra: {LSP_INSTALL_HINT}\n")
         return EXIT_ERROR
     return serve()
 

@@ -209,6 +209,7 @@ class Analyzer:
         start, end = where.start, where.end
         if noqa.suppressed(candidate.rule.code, start.line, end.line):
             return None
+        message, note = _message(candidate)
         return Finding(
             code=candidate.rule.code,
             path=path,
@@ -216,24 +217,32 @@ class Analyzer:
             col=start.column + 1,
             end_line=end.line,
             end_col=end.column + 1,
-            message=_message(candidate, reached_from),
+            message=message,
+            note=note,
             gb=candidate.gb,
             severity=ERROR if candidate.amplifier else WARNING,
             fix=candidate.rule.fix,
             reached_from=reached_from,
+            function=candidate.function.qualname if reached_from else "",
         )
 
 
-def _message(candidate: Candidate, reached_from: tuple[str, ...]) -> str:
-    message = candidate.message
+def _message(candidate: Candidate) -> tuple[str, str]:
+    """(what was found, what it costs): the rule's message up to its `consequence_after`, and the
+    rest of it plus, for a break in a loop/with/try, the frame that falls back to eager. The two
+    joined are the whole one-line message; where a helper is reached from is kept apart too
+    (Finding.function, .reached_from)."""
+    message, note = candidate.message, ""
+    marker = candidate.rule.consequence_after
+    if marker and marker in message:
+        at = message.index(marker)
+        message, note = message[:at], message[at:]
     if candidate.amplifier:
-        message += (
+        note += (
             f" (inside a {candidate.amplifier}: Dynamo drops the whole frame"
             f" {candidate.function.qualname}() to eager)"
         )
-    if reached_from:
-        message += f" (in {candidate.function.qualname}, reached from {', '.join(reached_from)})"
-    return message
+    return message, note
 
 
 # libcst's native parser recurses once per nesting level. Shapes CPython nests too (`1+1+...`,

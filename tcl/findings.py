@@ -18,11 +18,34 @@ class Finding:
     col: int  # 1-based, as flake8 prints it
     end_line: int
     end_col: int
-    message: str
+    message: str  # what was found: the first line of text output
     gb: str | None
     severity: str
     fix: str
     reached_from: tuple[str, ...] = field(default=())
+    # The rest of the rule's message, as written after `message` in one-line outputs (": every
+    # call compiles again ..." or " (inside a for loop: ...)"); text output gives it a line.
+    note: str = ""
+    function: str = ""  # the helper the finding is in, when it is reached from compiled code elsewhere
+
+    @property
+    def full_message(self) -> str:
+        return self.message + self.note
+
+    @property
+    def note_text(self) -> str:
+        """The note as a line of its own: `every call ... (inside a for loop: ...)`."""
+        text = self.note.removeprefix(": ")
+        if text.startswith(" (") and text.endswith(")") and text.count(" (") == 1:
+            text = text[2:-1]
+        return text.strip()
+
+    @property
+    def context(self) -> str:
+        """`in rms_norm, reached from Block.forward, Model.forward`, or "" for a compiled function itself."""
+        if not self.reached_from:
+            return ""
+        return f"in {self.function or '?'}, reached from {', '.join(self.reached_from)}"
 
     def to_json(self) -> dict:
         data = asdict(self)

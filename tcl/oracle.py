@@ -268,8 +268,8 @@ def _graph_break_log():
 
     torch's own stream handlers on ``torch._dynamo`` would echo every record
     to stderr; they get a filter so that the oracle adds no noise.  The final
-    ``set_logs()`` rebuilds torch's handlers (dropping the filter) and resets
-    the log settings (keeping any TORCH_LOGS from the environment).
+    ``set_logs()`` resets the log settings (keeping any TORCH_LOGS from the
+    environment) and the filter is removed again.
 
     Dynamo logs the user traceback only for the first break per (gb_type,
     innermost location), for the life of the process (``torch._dynamo.reset()``
@@ -284,7 +284,8 @@ def _graph_break_log():
     capture = _Capture()
     checker = getattr(getattr(torch._dynamo, "utils", None), "graph_break_dup_warning_checker", None)
     torch._logging.set_logs(graph_breaks=True)
-    for handler in logger.handlers:
+    filtered = list(logger.handlers)
+    for handler in filtered:
         handler.addFilter(_drop_graph_break_records)
     logger.addHandler(capture)
     if checker is not None:
@@ -296,6 +297,10 @@ def _graph_break_log():
             checker.__dict__.pop("add", None)
         logger.removeHandler(capture)
         torch._logging.set_logs()
+        # set_logs() keeps a handler it already made when the settings it rebuilds from are
+        # unchanged (a second probe in one process), so the filter is taken off by hand.
+        for handler in filtered + logger.handlers:
+            handler.removeFilter(_drop_graph_break_records)
 
 
 @contextlib.contextmanager

@@ -10,30 +10,92 @@ from .findings import FileError, Finding
 
 
 def finding_text(finding: Finding) -> str:
-    """`TCL101 message [GB0059] -> fix`: the text after `path:line:col: `, shared with flake8."""
+    """`TCL101 message (in helper, reached from M.forward) [GB0059] -> fix`: one line with
+    everything, for the places that show one line per finding (flake8, the editor, annotations)."""
     return f"{finding.code} {_message_text(finding)}"
 
 
 def _message_text(finding: Finding) -> str:
-    gb = f" [{finding.gb}]" if finding.gb else ""
-    return f"{finding.message}{gb} -> {finding.fix}"
+    context = f" ({finding.context})" if finding.context else ""
+    return f"{finding.full_message}{context}{_gb(finding)} -> {finding.fix}"
+
+
+def _gb(finding: Finding) -> str:
+    return f" [{finding.gb}]" if finding.gb else ""
 
 
 def text_line(finding: Finding) -> str:
+    """The one-line form with its location: `path:line:col: ` + finding_text."""
     return f"{finding.path}:{finding.line}:{finding.col}: {finding_text(finding)}"
 
 
-def write_text(findings: list[Finding], errors: list[FileError], out: TextIO, err: TextIO, statistics: bool = False) -> None:
-    for finding in findings:
-        out.write(text_line(finding) + "\n")
+def concise_line(finding: Finding) -> str:
+    """`path:line:col: TCL101 message [GB0059]`: the first line of a finding in `tcl check`'s text."""
+    return f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}{_gb(finding)}"
+
+
+def text_block(finding: Finding) -> str:
+    """The concise line, then what it costs, the fix and, for a helper, where compiled code
+    reaches it, each on an indented line of its own so the first line stays short for a terminal."""
+    lines = [concise_line(finding)]
+    if finding.note:
+        lines.append(f"    {finding.note_text}")
+    lines.append(f"    fix: {finding.fix}")
+    if finding.context:
+        lines.append(f"    {finding.context}")
+    return "\n".join(lines)
+
+
+def summary_line(findings: list[Finding], errors: list[FileError], checked: int) -> str:
+    """`Found 3 findings in 2 files (checked 14 files); 1 file could not be analysed`, as mypy ends."""
+    files = len({f.path for f in findings})
+    head = (f"Found {_count(len(findings), 'finding')} in {_count(files, 'file')}" if findings
+            else "No findings")
+    text = f"{head} (checked {_count(checked, 'file')})"
+    failed = len({e.path for e in errors})
+    if failed:
+        text += f"; {_count(failed, 'file')} could not be analysed"
+    return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def write_text(findings: list[Finding], errors: list[FileError], out: TextIO, err: TextIO,
+               statistics: bool = False, *, style: str = "text", quiet: int = 0,
+               checked: int | None = None) -> None:
+    """Findings on stdout, one-line errors on stderr, then the statistics and a summary line.
+    `style`: "text" (text_block), "concise" (concise_line) or "flake8" (text_line, no summary:
+    byte for byte what flake8 prints). `quiet` as in flake8: 1 prints each file with findings
+    once, 2 prints no findings at all."""
+    show = {"text": text_block, "concise": concise_line, "flake8": text_line}[style]
+    if quiet >= 2:
+        pass
+    elif quiet == 1:
+        for path in dict.fromkeys(f.path for f in findings):
+            out.write(path + "\n")
+    else:
+        for finding in findings:
+            out.write(show(finding) + "\n")
     for error in errors:
         err.write(f"{error}\n")
-    if statistics and findings:
-        counts: dict[str, int] = {}
-        for finding in findings:
-            counts[finding.code] = counts.get(finding.code, 0) + 1
-        for code in sorted(counts):
-            out.write(f"{counts[code]:<6} {code}\n")
+    if statistics and findings and quiet < 2:
+        out.write(statistics_text(findings))
+    if checked is not None and not quiet and style != "flake8":
+        out.write(summary_line(findings, errors, checked) + "\n")
+
+
+def statistics_text(findings: list[Finding]) -> str:
+    """`COUNT  CODE  message` per rule (the first finding's message), counts right-aligned, like
+    `flake8 --statistics`."""
+    counts: dict[str, int] = {}
+    messages: dict[str, str] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+        messages.setdefault(finding.code, finding.message)  # the first one's, as flake8 does
+    width = len(str(max(counts.values())))
+    return "".join(f"{counts[code]:>{width}}  {code}  {messages[code]}\n" for code in sorted(counts))
 
 
 def write_json(findings: list[Finding], errors: list[FileError], out: TextIO, target: str, mode: str,
@@ -108,6 +170,7 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
             properties["gb"] = finding.gb
         if finding.reached_from:
             properties["reachedFrom"] = list(finding.reached_from)
+            properties["function"] = finding.function
         if properties:
             result["properties"] = properties
         results.append(result)

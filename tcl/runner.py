@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import signal
 import threading
 import warnings
@@ -86,8 +85,7 @@ def _merge(first, second):
     import dataclasses
 
     reached = tuple(sorted(set(first.reached_from) | set(second.reached_from)))
-    message = re.sub(r"reached from [^)]*\)$", f"reached from {', '.join(reached)})", first.message)
-    return dataclasses.replace(first, reached_from=reached, message=message)
+    return dataclasses.replace(first, reached_from=reached)
 
 
 _WORKER_ANALYZER: Analyzer | None = None

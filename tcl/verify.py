@@ -895,7 +895,7 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             "code": finding.code, "path": _display(finding.path), "line": finding.line,
             "col": finding.col, "status": None, "gb": None, "runtime_reason": None,
             "static_gb": finding.gb, "runtime_line": lines[0] if offset else finding.line,
-            "kind": "recompile" if is_recompile else "graph-break", "message": finding.message,
+            "kind": "recompile" if is_recompile else "graph-break", "message": finding.full_message,
         }
         ran = any(line in executed.get(path, ()) for line in range(finding.line, finding.end_line + 1))
         if is_recompile:

@@ -45,22 +45,96 @@ def tree(tmp_path):
     return tmp_path
 
 
+PRINT_LINE = "pkg/model.py:6:5: TCL101 print() inside a compiled region breaks the graph [GB0059]"
+PRINT_FIX = (
+    "guard it with `if not torch.compiler.is_compiling():`, or list print in "
+    "torch._dynamo.config.reorderable_logging_functions"
+)
+
+
 def test_text_output_and_exit_status(tree):
     result = tcl("check", "pkg", cwd=tree)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == (
-        "pkg/model.py:6:5: TCL101 print() inside a compiled region breaks the graph [GB0059] -> "
-        "guard it with `if not torch.compiler.is_compiling():`, or list print in "
-        "torch._dynamo.config.reorderable_logging_functions"
+    assert lines[0] == PRINT_LINE
+    assert lines[1] == f"    fix: {PRINT_FIX}"
+    assert lines[2].startswith("pkg/model.py:7:8: TCL201 ") and lines[3].startswith("    fix: ")
+    assert lines[4:] == ["Found 2 findings in 1 file (checked 2 files)"]
+
+
+def test_concise_and_flake8_formats(tree):
+    concise = tcl("check", "--format", "concise", "pkg", cwd=tree).stdout.splitlines()
+    assert concise[0] == PRINT_LINE and concise[1].startswith("pkg/model.py:7:8: TCL201 ")
+    assert concise[2:] == ["Found 2 findings in 1 file (checked 2 files)"]
+    flake8_style = tcl("check", "--format", "flake8", "pkg", cwd=tree).stdout.splitlines()
+    assert flake8_style[0] == f"{PRINT_LINE} -> {PRINT_FIX}" and len(flake8_style) == 2  # no summary
+
+
+def test_first_line_stays_short_and_details_go_below(tmp_path):
+    """A helper reached from compiled code, inside a loop: the chain and the cost get lines of
+    their own in text output, and the whole one-line form is kept for flake8-style output."""
+    (tmp_path / "m.py").write_text(textwrap.dedent('''\
+        import torch
+
+
+        def helper(x):
+            for _ in range(2):
+                print(x)
+            return x
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return helper(x)
+    '''))
+    text = tcl("check", "m.py", cwd=tmp_path).stdout.splitlines()
+    assert text[0] == "m.py:6:9: TCL101 print() inside a compiled region breaks the graph [GB0059]"
+    assert text[1] == "    inside a for loop: Dynamo drops the whole frame helper() to eager"
+    assert text[2].startswith("    fix: guard it with")
+    assert text[3] == "    in helper, reached from Model.forward"
+    one_line = tcl("check", "--format", "flake8", "m.py", cwd=tmp_path).stdout.splitlines()
+    assert one_line == [
+        "m.py:6:9: TCL101 print() inside a compiled region breaks the graph (inside a for loop: Dynamo "
+        "drops the whole frame helper() to eager) (in helper, reached from Model.forward) [GB0059] -> "
+        f"{PRINT_FIX}"
+    ]
+    assert all(len(line) <= 160 for line in text)
+
+
+def test_quiet_and_statistics(tree):
+    assert tcl("check", "-q", "pkg", cwd=tree).stdout == "pkg/model.py\n"
+    silent = tcl("check", "-qq", "pkg", cwd=tree)
+    assert (silent.returncode, silent.stdout) == (1, "")
+    stats = tcl("check", "--statistics", "--format", "concise", "pkg", cwd=tree).stdout.splitlines()
+    assert stats[2:] == [
+        "1  TCL101  print() inside a compiled region breaks the graph",
+        "1  TCL201  Python branch on tensor data (if) breaks the graph",
+        "Found 2 findings in 1 file (checked 2 files)",
+    ]
+
+
+def test_summary_counts_files_that_could_not_be_analysed(tree):
+    (tree / "pkg" / "broken.py").write_text("import torch\ndef f(:\n")
+    result = tcl("check", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert result.stdout.splitlines()[-1] == (
+        "Found 2 findings in 1 file (checked 3 files); 1 file could not be analysed"
     )
-    assert lines[1].startswith("pkg/model.py:7:8: TCL201 ")
-    assert len(lines) == 2
+
+
+def test_rules_table_is_aligned():
+    lines = tcl("rules", cwd=".").stdout.splitlines()
+    assert len(lines) > 20
+    # Every column starts at the same place on each row; the GB ids, of any length, come last.
+    header = lines[0]
+    for column in ("name", "modes; torch versions", "graph-break ids"):
+        at = header.index(column)
+        assert all(line[at - 2:at] == "  " and line[at] != " " for line in lines[1:]), column
 
 
 def test_clean_file_exits_zero(tree):
     result = tcl("check", "pkg/clean.py", cwd=tree)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "No findings (checked 1 file)\n", "")
 
 
 def test_json_output(tree):
@@ -80,13 +154,13 @@ def test_noqa_suppresses(tree):
     )
     (tree / "pkg" / "model.py").write_text(source)
     result = tcl("check", "pkg", cwd=tree)
-    assert (result.returncode, result.stdout) == (0, "")
+    assert (result.returncode, result.stdout) == (0, "No findings (checked 2 files)\n")
 
 
 def test_noqa_on_last_line_of_multiline_call(tree):
     (tree / "pkg" / "model.py").write_text(HAZARD.replace("print(x.shape)", "print(\n        x.shape,\n    )  # noqa: TCL101"))
     result = tcl("check", "--select", "TCL101", "pkg", cwd=tree)
-    assert (result.returncode, result.stdout) == (0, "")
+    assert (result.returncode, result.stdout) == (0, "No findings (checked 2 files)\n")
 
 
 def test_noqa_for_other_code_does_not_suppress(tree):
@@ -96,7 +170,7 @@ def test_noqa_for_other_code_does_not_suppress(tree):
 
 
 def test_select_and_ignore_options(tree):
-    assert tcl("check", "--select", "TCL2", "pkg", cwd=tree).stdout.count("TCL") == 1
+    assert tcl("check", "--select", "TCL2", "--format", "concise", "pkg", cwd=tree).stdout.count("TCL") == 1
     assert tcl("check", "--ignore", "TCL101,TCL201", "pkg", cwd=tree).returncode == 0
 
 

@@ -59,3 +59,20 @@ def test_integrations_doc_names_every_integration():
     for needle in ("tcl-check", "tcl-fix", "flake8 --select TCL", "--format sarif", "upload-sarif",
                    "--format github", "flake8.importStrategy"):
         assert needle in text, needle
+
+
+def test_ci_runs_the_readme_setup_commands_verbatim():
+    """.ci/run takes its two commands from README.md's "## Set up" (scripts/readme_setup.py) and
+    runs them in a new virtualenv: what a new user copies is what CI proves."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_setup", REPO / "scripts" / "readme_setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    commands = module.setup_commands((REPO / "README.md").read_text())
+    assert commands == [
+        "pip install -e . && tcl check fixtures/",
+        'pip install "torch==2.13.0" -e ".[test]" && python -m pytest -q',
+    ]
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "python3 -m venv" in ci and "scripts/readme_setup.py README.md" in ci

@@ -8,6 +8,7 @@ import textwrap
 
 from tcl.config import Config
 from tcl.engine import Analyzer
+from tcl.report import finding_text
 
 
 def findings(code: str, **config):
@@ -105,7 +106,7 @@ def test_compile_call_targets_and_helpers_report_entry():
     report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(code), "m.py")
     assert [(f.code, f.line) for f in report.findings] == [("TCL101", 5)]
     assert report.findings[0].reached_from == ("step",)
-    assert "reached from step" in report.findings[0].message
+    assert "reached from step" in finding_text(report.findings[0])
 
 
 def test_submodule_forward_uses_callers_argument_kinds():
@@ -179,7 +180,7 @@ def test_break_in_loop_is_an_error_that_drops_the_frame():
     report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(code), "m.py")
     severities = [(f.line, f.severity) for f in report.findings]
     assert severities == [(7, "error"), (9, "warning")]
-    assert "drops the whole frame f() to eager" in report.findings[0].message
+    assert "drops the whole frame f() to eager" in finding_text(report.findings[0])
 
 
 def test_code_outside_compiled_regions_is_ignored():
@@ -220,12 +221,12 @@ def test_cross_file_module_inheritance(tmp_path):
                 return x
     '''))
     result = subprocess.run(
-        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-m", "tcl", "check", "--no-config", "--format", "flake8", "pkg"], capture_output=True, text=True, cwd=tmp_path
     )
     assert result.stdout.startswith("pkg/model.py:6:9: TCL101 ")
     # Alone, model.py cannot know that PreTrained is an nn.Module.
     alone = subprocess.run(
-        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg/model.py"], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-m", "tcl", "check", "--no-config", "--format", "flake8", "pkg/model.py"], capture_output=True, text=True, cwd=tmp_path
     )
     assert alone.stdout == ""
 
@@ -270,7 +271,7 @@ def test_calls_are_followed_across_files(tmp_path):
                 return self.block(x)
     '''))
     result = subprocess.run(
-        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-m", "tcl", "check", "--no-config", "--format", "flake8", "pkg"], capture_output=True, text=True, cwd=tmp_path
     )
     lines = [line.split(" -> ")[0] for line in result.stdout.splitlines()]
     assert lines == [
@@ -426,7 +427,7 @@ def test_calls_through_a_dispatch_table_follow_every_entry(tmp_path):
                 return LOSS_MAPPING["ForCTC"](x, labels)
     '''))
     result = subprocess.run(
-        [sys.executable, "-m", "tcl", "check", "--no-config", "pkg"], capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-m", "tcl", "check", "--no-config", "--format", "flake8", "pkg"], capture_output=True, text=True, cwd=tmp_path
     )
     lines = result.stdout.splitlines()
     assert [line.split(" ")[:2] for line in lines] == [
@@ -466,7 +467,7 @@ def test_decorator_wrappers_around_forward_are_traced():
     ''')
     found = Analyzer(Config()).check_source(source, "model.py").findings
     assert [(f.line, f.code) for f in found] == [(9, "TCL101"), (11, "TCL201")]
-    assert all("(in log_calls.<locals>.wrapper, reached from M.forward)" in f.message for f in found)
+    assert all("(in log_calls.<locals>.wrapper, reached from M.forward)" in finding_text(f) for f in found)
 
 
 def test_tuple_return_next_to_an_output_object_keeps_element_kinds():

@@ -56,7 +56,7 @@ def flake8(*args, cwd=REPO, stdin=None):
 
 
 def tcl(*args, cwd=REPO):
-    return run([sys.executable, "-m", "tcl", "check", "--no-cache", *args], cwd)
+    return run([sys.executable, "-m", "tcl", "check", "--no-cache", "--format", "flake8", *args], cwd)
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

@@ -115,7 +115,7 @@ def checked_codes(text: str) -> list[tuple[str, int]]:
 @on_one_server
 async def test_diagnostics_match_tcl_check(client: LanguageClient, project):
     uri, diagnostics = await open_document(client, project / "model.py", HAZARD)
-    cli = tcl("check", "--no-cache", "model.py", cwd=project).stdout.splitlines()
+    cli = tcl("check", "--no-cache", "--format", "flake8", "model.py", cwd=project).stdout.splitlines()
     # LSP lines and characters are 0-based; tcl's lines and columns 1-based.
     assert [f"model.py:{d.range.start.line + 1}:{d.range.start.character + 1}: {d.code} {d.message}"
             for d in diagnostics] == cli
@@ -210,7 +210,7 @@ def test_without_pygls_one_line_and_exit_2():
     code = "import sys; sys.modules['pygls'] = None; from tcl.cli import main; sys.exit(main(['lsp']))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and 'pip install "tcl[lsp]"' in result.stderr
+    assert result.stderr.count("\n") == 1 and 'pip install "pygls>=2.1,<3"' in result.stderr
     assert "Traceback" not in result.stderr
 
 

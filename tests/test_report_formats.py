@@ -55,7 +55,7 @@ def errors_of(validator, log) -> list[str]:
 def fixtures_sarif():
     result = tcl("--format", "sarif", "fixtures/")
     assert result.returncode == 1, result.stderr
-    text_result = tcl("fixtures/")
+    text_result = tcl("--format", "flake8", "fixtures/")
     return json.loads(result.stdout), text_result.stdout.splitlines()
 
 

@@ -81,6 +81,9 @@ class Rule:
     category: ClassVar[str] = "graph-break"
     versions: ClassVar[str | None] = None  # torch releases the rule applies to
     rationale: ClassVar[str] = ""
+    # Where a long message turns from what was found to what it costs (e.g. ": every call"):
+    # text output puts the rest on a line of its own, one-line outputs keep the whole message.
+    consequence_after: ClassVar[str] = ""
     # Where the compiler reports the break relative to the finding (f-strings: at the use).
     runtime_line_offset: ClassVar[int] = 0
     # `tcl fix`: fixer(finding, node, ctx) -> tcl.fixes.Fix | None (see tcl/fixes/).

@@ -14,6 +14,7 @@ from .base import Example, Rule
 
 class ModuleIntCounter(Rule):
     code = "TCL501"
+    consequence_after = ": every call"
     name = "int-counter-mutated-in-forward"
     message = (
         "Python int attribute self.{attr} changes inside forward: every call recompiles "
@@ -202,6 +203,7 @@ def _bound_names(nodes) -> set[str]:
 
 class DynamicFalseShapeReads(Rule):
     code = "TCL503"
+    consequence_after = ": every call"
     name = "dynamic-false-with-varying-shapes"
     message = (
         "{fn} is compiled with dynamic=False and reads the size of its argument {arg} ({expr}): "
@@ -428,6 +430,7 @@ def _container_kind(annotation: cst.Annotation | None) -> str | None:
 
 class VaryingLengthArgument(Rule):
     code = "TCL504"
+    consequence_after = ": every call"
     name = "varying-length-container-argument"
     message = (
         "{use} makes Dynamo guard on the length of the argument {arg} ({what}): every call "
