@@ -9,7 +9,8 @@ Layout (all under `.tcl_cache/` in the project root: the pyproject.toml director
 
 A report is valid for exactly one input, and every part of that input is in its key:
 
-* **bucket** = hash of the *settings*: tcl's own source code (every tcl/**.py file, so a
+* **bucket** = hash of the *settings*: tcl's own source code and data (every tcl/**.py and
+  tcl/**.json file -- the generated torch facts -- so a
   development checkout never reads results of older code), the tcl version, the Python and
   libcst versions, the selected rule codes, the target torch version and mode, and the
   *project fingerprint* (the ProjectScan: which classes of the checked tree are nn.Modules and
@@ -83,7 +84,7 @@ def code_fingerprint() -> str:
     """Hash of tcl's own source: any change to the analyzer invalidates every entry."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256(__version__.encode())
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json")):  # code and torch_facts data
         try:
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())

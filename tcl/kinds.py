@@ -16,6 +16,7 @@ from .dataflow import (
     TENSOR_PRESERVING_BUILTINS, TORCH_BOOL_FUNCTIONS, TORCH_META_FUNCTIONS, Kind, constant_kind,
     is_tensor, join,
 )
+from . import torch_facts
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, is_torch_module_base
 
 TENSOR_ATTRIBUTES_OF_MODULES = ("weight", "bias")
@@ -208,6 +209,10 @@ class KindEvaluator:
                 return Kind.META if kinds and all(k == Kind.META for k in kinds) else Kind.UNKNOWN
             return Kind.UNKNOWN
         if qualname in TORCH_META_FUNCTIONS:
+            return Kind.META
+        if qualname.startswith("torch.") and torch_facts.return_kind(qualname) == "python":
+            # torch's own annotations and stubs say it returns bool/int/str/dtype/...:
+            # torch.onnx.is_in_onnx_export(), torch.xpu.is_available(), torch.numel(x)
             return Kind.META
         if qualname in TORCH_BOOL_FUNCTIONS:
             return Kind.BOOL_TENSOR

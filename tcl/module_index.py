@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from . import torch_facts
 from .names import ImportMap, canonical, dotted
 
 COMPILE_NAMES = frozenset({"torch.compile"})
@@ -323,8 +324,13 @@ def _mark_module_classes(index: ModuleIndex) -> None:
 
 
 def is_torch_module_base(qualname: str) -> bool:
-    if not qualname.startswith("torch.nn."):
+    """An nn.Module class of torch, by torch's own data (tcl/torch_facts: private bases such as
+    torch.nn.modules.loss._Loss too); a name the data lacks is judged by its spelling."""
+    if not qualname.startswith(("torch.nn.", "torch.ao.nn.")):
         return False
+    known = torch_facts.is_module_class(qualname)
+    if known is not None:
+        return known
     last = qualname.rsplit(".", 1)[-1]
     return last[:1].isupper() and last not in ("Parameter", "Buffer")
 

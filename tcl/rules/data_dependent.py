@@ -62,6 +62,18 @@ class Net(nn.Module):
         h, w = x.shape[-2:]
         return x if h == w else x.t()
 ''', entry="Net"),
+        # torch's own annotations (tcl/torch_facts) say these return Python bools, not tensors.
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if torch.onnx.is_in_onnx_export() or torch.xpu.is_available():
+        return x
+    if torch.is_grad_enabled() and torch.numel(x) > 4:
+        x = x * 2
+    return x
+'''),
     ]
     INVALID = [
         Example('''
@@ -118,6 +130,18 @@ def fn(x):
         x = x / 2
     return x
 '''),
+        # A loss deriving from torch's private base _Loss is an nn.Module: its forward is traced.
+        Example('''
+import torch
+from torch.nn.modules.loss import _Loss
+
+class Dice(_Loss):
+    def forward(self, pred, target):
+        inter = (pred * target).sum()
+        if inter > 0:  # BREAK
+            return 1 - inter
+        return pred.sum()
+''', entry="Dice"),
     ]
 
     def visit_If(self, node: cst.If, ctx) -> None:

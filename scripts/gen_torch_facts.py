@@ -1,0 +1,200 @@
+#!/usr/bin/env python
+"""Generate tcl/torch_facts/torch-X.Y.json from the installed torch (it imports torch).
+
+    python scripts/gen_torch_facts.py            # writes the file for the installed release
+    python scripts/gen_torch_facts.py --check    # exit 1 if the checked-in file differs
+
+What it records, all read from torch itself rather than written by hand:
+
+* module_classes: every dotted name under torch.nn and torch.ao.nn at which an nn.Module
+  subclass can be imported (`torch.nn.Linear`, `torch.nn.modules.loss._Loss`, ...), so that a
+  user class deriving from any of them -- private bases included -- is analysed.
+* other_classes: classes under those packages that are not modules (`torch.nn.Parameter`,
+  `torch.nn.utils.rnn.PackedSequence`): constructing one gives no module.
+* returns: for the functions of torch's public namespaces, whether they return tensors
+  ("tensor") or only Python values ("python": bool, int, float, str, dtype, device, None, ...),
+  from the return annotations of Python functions and the type stubs (.pyi) of C functions.
+  A function whose annotation is missing, `Any`, or mixes both is left out: tcl then decides
+  as it did without the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import json
+import pkgutil
+import re
+import sys
+import warnings
+from pathlib import Path
+
+OUT_DIR = Path(__file__).resolve().parent.parent / "tcl" / "torch_facts"
+MODULE_PACKAGES = ("torch.nn", "torch.ao.nn")
+# Namespaces whose functions user code calls inside compiled regions.
+FUNCTION_NAMESPACES = (
+    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.cuda",
+    "torch.xpu", "torch.mps", "torch.cpu", "torch.backends.cuda", "torch.backends.cudnn",
+    "torch.backends.mps", "torch.backends.mkldnn", "torch.onnx", "torch.jit", "torch.compiler",
+    "torch.distributed", "torch.autograd", "torch.autograd.grad_mode", "torch.amp",
+    "torch.random", "torch.overrides", "torch.testing", "torch.nn.init", "torch.nn.utils",
+    "torch.utils.checkpoint", "torch.fx", "torch.export", "torch.accelerator", "torch.sparse",
+    "torch.nested", "torch.masked", "torch.signal.windows",
+)
+PYTHON_TYPES = {
+    "bool", "_bool", "int", "_int", "float", "_float", "str", "None", "NoneType", "dtype",
+    "_dtype", "torch.dtype", "device", "_device", "torch.device", "Size", "torch.Size",
+    "complex", "_complex", "bytes", "layout", "_layout", "memory_format", "_qscheme",
+    "qscheme", "SymInt", "SymFloat", "SymBool", "Number", "_size", "Sequence[int]",
+    "List[int]", "list[int]", "tuple[int, ...]", "Tuple[int, ...]", "builtins.bool",
+    "builtins.int", "builtins.float", "builtins.str", "typing.NoReturn", "NoReturn",
+}
+
+
+def _classify(annotations: set[str]) -> str | None:
+    """'tensor', 'python', or None (unknown or mixed) for a function's return annotations."""
+    if not annotations:
+        return None
+    kinds = set()
+    for text in annotations:
+        text = text.strip().strip("'\"")
+        if re.fullmatch(r"(typing\.|typing_extensions\.)?(TypeIs|TypeGuard)\[.*\]", text):
+            kinds.add("python")  # a type predicate returns a bool
+        elif "Tensor" in text or "Parameter" in text:
+            kinds.add("tensor")
+        elif text in PYTHON_TYPES or re.fullmatch(r"(Optional|Union)\[[^\[\]]*\]|[A-Za-z_.]+ \| None", text) and not (
+            set(re.split(r"[\[\], |]+", text)) - PYTHON_TYPES - {"Optional", "Union", ""}
+        ):
+            kinds.add("python")
+        else:
+            return None  # Any, object, a class, a callable: not decided here
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _annotation_text(annotation) -> str | None:
+    if annotation is inspect.Signature.empty:
+        return None
+    if isinstance(annotation, str):
+        return annotation
+    if annotation is None or annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", None) if isinstance(annotation, type) else str(annotation).replace("typing.", "")
+
+
+def _stub_returns(torch_dir: Path) -> dict[str, dict[str, set[str]]]:
+    """{stub module ('torch._C._VariableFunctions'): {function: {return annotation text}}}."""
+    stubs: dict[str, dict[str, set[str]]] = {}
+    for path in sorted(torch_dir.rglob("*.pyi")):
+        relative = path.relative_to(torch_dir.parent).with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        functions: dict[str, set[str]] = {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+                functions.setdefault(node.name, set()).add(ast.unparse(node.returns))
+        stubs[module] = functions
+    return stubs
+
+
+def _returns_of(name: str, obj, stubs) -> str | None:
+    if inspect.isfunction(obj):
+        try:
+            text = _annotation_text(inspect.signature(obj).return_annotation)
+        except (TypeError, ValueError):
+            return None
+        return _classify({text}) if text else None
+    if inspect.isbuiltin(obj) or type(obj).__name__ in ("builtin_function_or_method",):
+        module = getattr(obj, "__module__", None) or ""
+        candidates = [module, "torch._C._VariableFunctions", "torch._C"] if module in ("torch", "torch._C") else [module]
+        for stub in candidates:
+            found = stubs.get(stub, {}).get(getattr(obj, "__name__", name))
+            if found:
+                return _classify(found)
+    return None
+
+
+def _import(name: str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return importlib.import_module(name)
+    except Exception:  # a submodule that needs an optional dependency
+        return None
+
+
+def generate() -> dict:
+    import torch
+
+    module_classes, other_classes = set(), set()
+    for package_name in MODULE_PACKAGES:
+        package = _import(package_name)
+        if package is None:
+            continue
+        names = [package_name] + [m.name for m in pkgutil.walk_packages(package.__path__, package_name + ".")]
+        for module_name in names:
+            module = _import(module_name)
+            if module is None:
+                continue
+            for attr, value in vars(module).items():
+                if inspect.isclass(value):
+                    if issubclass(value, torch.nn.Module):
+                        module_classes.add(f"{module_name}.{attr}")
+                    elif value.__module__.startswith(MODULE_PACKAGES):
+                        other_classes.add(f"{module_name}.{attr}")
+    stubs = _stub_returns(Path(torch.__file__).parent)
+    returns: dict[str, str] = {}
+    for namespace in FUNCTION_NAMESPACES:
+        module = _import(namespace)
+        if module is None:
+            continue
+        for attr in dir(module):
+            if attr.startswith("__"):
+                continue
+            try:
+                value = getattr(module, attr)
+            except Exception:
+                continue
+            if inspect.isclass(value) or inspect.ismodule(value) or not callable(value):
+                continue
+            kind = _returns_of(attr, value, stubs)
+            if kind is not None:
+                returns[f"{namespace}.{attr}"] = kind
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    return {
+        "torch": torch.__version__,
+        "release": f"{major}.{minor}",
+        "generated_by": "scripts/gen_torch_facts.py",
+        "module_classes": sorted(module_classes),
+        "other_classes": sorted(other_classes - module_classes),
+        "returns": dict(sorted(returns.items())),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare with the checked-in file instead of writing it")
+    args = parser.parse_args(argv)
+    facts = generate()
+    target = OUT_DIR / f"torch-{facts['release']}.json"
+    text = json.dumps(facts, indent=1) + "\n"
+    if args.check:
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if current != text:
+            print(f"{target} is out of date: python scripts/gen_torch_facts.py", file=sys.stderr)
+            return 1
+        print(f"{target}: up to date ({len(facts['module_classes'])} module classes, {len(facts['returns'])} functions)")
+        return 0
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}: {len(facts['module_classes'])} module classes, {len(facts['other_classes'])} other "
+          f"classes, {len(facts['returns'])} functions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Facts about torch generated from torch itself, one JSON file per release (torch-X.Y.json).
+
+scripts/gen_torch_facts.py writes them by importing a torch release: the dotted names at which
+nn.Module classes can be imported (private bases such as `torch.nn.modules.loss._Loss`
+included), the other classes of torch.nn, and which functions of torch's namespaces return
+tensors or only Python values (from return annotations and type stubs). The analyzer asks this
+module instead of guessing from spelling; a name the data does not know gets None, and the
+caller falls back to what it did without data. A target release with no file of its own uses
+the nearest generated release (the newest older one, else the oldest newer one). Reading the
+data never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    release: tuple[int, int]
+    module_classes: frozenset[str]
+    other_classes: frozenset[str]
+    returns: dict[str, str]  # qualname -> "tensor" | "python"
+
+    def is_module_class(self, qualname: str) -> bool | None:
+        """True/False where torch's data knows the name, None where it does not."""
+        if qualname in self.module_classes:
+            return True
+        if qualname in self.other_classes:
+            return False
+        return None
+
+    def return_kind(self, qualname: str) -> str | None:
+        return self.returns.get(qualname)
+
+
+def available_releases() -> list[tuple[int, int]]:
+    releases = []
+    for path in DATA_DIR.glob("torch-*.json"):
+        match = re.fullmatch(r"torch-(\d+)\.(\d+)\.json", path.name)
+        if match:
+            releases.append((int(match.group(1)), int(match.group(2))))
+    return sorted(releases)
+
+
+def nearest_release(target: tuple[int, int]) -> tuple[int, int] | None:
+    releases = available_releases()
+    older = [r for r in releases if r <= tuple(target)]
+    if older:
+        return older[-1]
+    return releases[0] if releases else None
+
+
+@lru_cache(maxsize=8)
+def facts_for(target: tuple[int, int]) -> TorchFacts | None:
+    """The facts of the release nearest `target` (None if no data file can be read)."""
+    release = nearest_release(tuple(target))
+    if release is None:
+        return None
+    try:
+        data = json.loads((DATA_DIR / f"torch-{release[0]}.{release[1]}.json").read_text(encoding="utf-8"))
+        return TorchFacts(
+            release=release,
+            module_classes=frozenset(data["module_classes"]),
+            other_classes=frozenset(data["other_classes"]),
+            returns=dict(data["returns"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@lru_cache(maxsize=1)
+def all_releases() -> TorchFacts | None:
+    """What every generated release agrees on, for code that does not know its target release
+    (class bases, the kinds of torch calls): a name the releases disagree about is unknown."""
+    facts = [f for f in (facts_for(r) for r in available_releases()) if f is not None]
+    if not facts:
+        return None
+    modules = frozenset.union(*(f.module_classes for f in facts))
+    others = frozenset.union(*(f.other_classes for f in facts)) - modules
+    returns: dict[str, str] = {}
+    for name in set().union(*(f.returns for f in facts)):
+        kinds = {f.returns.get(name) for f in facts}
+        if len(kinds) == 1:
+            returns[name] = kinds.pop()
+    return TorchFacts(facts[-1].release, modules, others, returns)
+
+
+def is_module_class(qualname: str) -> bool | None:
+    facts = all_releases()
+    return facts.is_module_class(qualname) if facts is not None else None
+
+
+def return_kind(qualname: str) -> str | None:
+    facts = all_releases()
+    return facts.return_kind(qualname) if facts is not None else None
