@@ -16,6 +16,10 @@ What it records, all read from torch itself rather than written by hand:
   from the return annotations of Python functions and the type stubs (.pyi) of C functions.
   A function whose annotation is missing, `Any`, or mixes both is left out: tcl then decides
   as it did without the data.
+* skipped_calls: which of the calls in CALL_PROBES (standard-library and torch calls model code
+  makes) break the graph when compiled, with the GB id the compiler gives, measured by
+  compiling each in default mode on this torch (torch._dynamo.error_on_graph_break). The list
+  of candidates is written here; whether each breaks is the compiler's answer, per release.
 """
 
 from __future__ import annotations
@@ -71,6 +75,77 @@ def _classify(annotations: set[str]) -> str | None:
         else:
             return None  # Any, object, a class, a callable: not decided here
     return kinds.pop() if len(kinds) == 1 else None
+
+
+# qualname (as tcl names it: builtins are `builtins.X`) -> the call's text in a probe, where
+# `x` is a tensor argument. Only calls that are safe to run (the probe runs them).
+CALL_PROBES = {
+    "time.time": "time.time()", "time.perf_counter": "time.perf_counter()",
+    "time.monotonic": "time.monotonic()", "time.process_time": "time.process_time()",
+    "time.time_ns": "time.time_ns()", "time.perf_counter_ns": "time.perf_counter_ns()",
+    "time.sleep": "time.sleep(0)", "time.strftime": "time.strftime('%Y')",
+    "inspect.currentframe": "inspect.currentframe()", "inspect.stack": "inspect.stack()",
+    "inspect.signature": "inspect.signature(len)", "inspect.getsource": "inspect.getsource(len)",
+    "inspect.isfunction": "inspect.isfunction(len)", "sys._getframe": "sys._getframe()",
+    "sys.getrecursionlimit": "sys.getrecursionlimit()",
+    "gc.collect": "gc.collect()", "gc.isenabled": "gc.isenabled()", "gc.get_count": "gc.get_count()",
+    "importlib.import_module": "importlib.import_module('math')",
+    "importlib.invalidate_caches": "importlib.invalidate_caches()",
+    "builtins.__import__": "__import__('math')",
+    "random.random": "random.random()", "random.seed": "random.seed(0)",
+    "random.randrange": "random.randrange(10)", "random.randint": "random.randint(0, 3)",
+    "random.choice": "random.choice([1, 2])", "random.choices": "random.choices([1, 2], k=2)",
+    "random.uniform": "random.uniform(0, 1)", "random.gauss": "random.gauss(0, 1)",
+    "random.normalvariate": "random.normalvariate(0, 1)", "random.shuffle": "random.shuffle([1, 2, 3])",
+    "random.sample": "random.sample([1, 2, 3], 2)", "random.getrandbits": "random.getrandbits(8)",
+    "random.getstate": "random.getstate()", "random.betavariate": "random.betavariate(1, 1)",
+    "uuid.uuid4": "uuid.uuid4()", "copy.copy": "copy.copy([1, 2])", "copy.deepcopy": "copy.deepcopy([1, 2])",
+    "linecache.getline": "linecache.getline(__file__, 1)",
+    "re.compile": "re.compile('a+')", "re.match": "re.match('a', 'abc')", "re.search": "re.search('a', 'abc')",
+    "re.sub": "re.sub('a', 'b', 'abc')", "re.split": "re.split(',', 'a,b')",
+    "re.findall": "re.findall('a', 'aba')", "re.fullmatch": "re.fullmatch('a', 'a')",
+    "os.getpid": "os.getpid()", "os.environ.get": "os.environ.get('HOME')", "os.getenv": "os.getenv('HOME')",
+    "socket.gethostname": "socket.gethostname()", "platform.system": "platform.system()",
+    "torch.manual_seed": "torch.manual_seed(0)", "torch.seed": "torch.seed()",
+    "torch.initial_seed": "torch.initial_seed()",
+    "torch.cuda.manual_seed": "torch.cuda.manual_seed(0)", "torch.cuda.manual_seed_all": "torch.cuda.manual_seed_all(0)",
+    "torch.get_rng_state": "torch.get_rng_state()", "torch.random.fork_rng": "torch.random.fork_rng()",
+    "torch.jit.isinstance": "torch.jit.isinstance(x, torch.Tensor)",
+    "torch._C._get_tracing_state": "torch._C._get_tracing_state()",
+    "torch.cuda.is_available": "torch.cuda.is_available()", "torch.cuda.device_count": "torch.cuda.device_count()",
+    "torch.onnx.is_in_onnx_export": "torch.onnx.is_in_onnx_export()",
+    "torch.xpu.is_available": "torch.xpu.is_available()", "torch.jit.is_scripting": "torch.jit.is_scripting()",
+    "torch.jit.is_tracing": "torch.jit.is_tracing()",
+    "torch.distributed.is_available": "torch.distributed.is_available()",
+    "torch.distributed.is_initialized": "torch.distributed.is_initialized()",
+    "torch.are_deterministic_algorithms_enabled": "torch.are_deterministic_algorithms_enabled()",
+    "torch.get_num_threads": "torch.get_num_threads()",
+}
+PROBE_IMPORTS = "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\nimport torch\n"
+
+
+def _probe_calls() -> dict[str, str]:
+    """{qualname: GB id} for the probes that break in default mode; 'ok' ones are left out."""
+    import torch
+
+    broken: dict[str, str] = {}
+    state = random.getstate() if (random := importlib.import_module("random")) else None
+    for qualname, call in CALL_PROBES.items():
+        namespace: dict = {"__file__": __file__}
+        exec(compile(f"{PROBE_IMPORTS}def fn(x):\n    y = {call}\n    return x + 1, y\n", "<probe>", "exec"), namespace)
+        torch._dynamo.reset()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with torch._dynamo.error_on_graph_break(True):
+                    torch.compile(namespace["fn"], backend="eager")(torch.randn(3))
+        except Exception as exc:  # the break, as the compiler reports it
+            found = re.search(r"gb(\d{4})\.html", str(exc))
+            if found:
+                broken[qualname] = f"GB{found.group(1)}"
+    random.setstate(state)
+    torch._dynamo.reset()
+    return dict(sorted(broken.items()))
 
 
 def _annotation_text(annotation) -> str | None:
@@ -172,6 +247,7 @@ def generate() -> dict:
         "module_classes": sorted(module_classes),
         "other_classes": sorted(other_classes - module_classes),
         "returns": dict(sorted(returns.items())),
+        "skipped_calls": _probe_calls(),
     }
 
 
@@ -187,12 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         if current != text:
             print(f"{target} is out of date: python scripts/gen_torch_facts.py", file=sys.stderr)
             return 1
-        print(f"{target}: up to date ({len(facts['module_classes'])} module classes, {len(facts['returns'])} functions)")
+        print(f"{target}: up to date ({len(facts['module_classes'])} module classes, {len(facts['returns'])} "
+              f"functions, {len(facts['skipped_calls'])} breaking calls)")
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     print(f"wrote {target}: {len(facts['module_classes'])} module classes, {len(facts['other_classes'])} other "
-          f"classes, {len(facts['returns'])} functions")
+          f"classes, {len(facts['returns'])} functions, {len(facts['skipped_calls'])} of "
+          f"{len(CALL_PROBES)} probed calls break")
     return 0
 
 

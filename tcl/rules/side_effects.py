@@ -243,13 +243,20 @@ def fn(x):
 class SkippedCall(Rule):
     code = "TCL106"
     name = "untraceable-call"
-    message = "{name}() is skipped by Dynamo and breaks the graph"
+    message = "{name}() cannot be traced by Dynamo and breaks the graph"
     fix = "call it outside the compiled region and pass the result in as an argument"
     gb = (((2, 0), "GB0007"),)
+    # Measured on 2.13: re's pattern objects GB0092, inspect.signature GB0175, torch functions
+    # returning Python numbers (torch.initial_seed(), torch.get_num_threads()) GB0208.
+    alt_gb = ("GB0092", "GB0175", "GB0208")
     rationale = (
         "Dynamo refuses to trace some standard-library and torch functions (clocks, frame "
-        "inspection, global RNG seeding); each call ends the graph."
+        "inspection, global RNG seeding, gc, importlib, most of random, re's pattern objects); "
+        "each call ends the graph. Which calls break is measured per torch release by "
+        "scripts/gen_torch_facts.py (tcl/torch_facts)."
     )
+    # For releases without generated facts: calls measured to break (a version spec where it
+    # changed). Where tcl/torch_facts has the release, its measured skipped_calls replace this.
     SKIPPED = {
         "time.time": None, "time.perf_counter": None, "time.monotonic": None,
         "time.process_time": None, "time.time_ns": None, "time.perf_counter_ns": None,
@@ -277,6 +284,16 @@ import torch
 def fn(x):
     return x * random.random()
 ''', versions=">=2.14"),
+        # Measured (tcl/torch_facts): these are traced on 2.13; the hand list had torch.seed.
+        Example('''
+import random
+import torch
+
+@torch.compile
+def fn(x):
+    s = torch.seed()
+    return x * random.randint(0, 3), s, random.randrange(10)
+''', versions=">=2.13,<2.14"),
     ]
     INVALID = [
         Example('''
@@ -306,6 +323,33 @@ def fn(x):
     return x * random.random()  # BREAK
 ''', versions="<2.14"),
         Example('''
+import gc
+import torch
+
+@torch.compile
+def fn(x):
+    gc.collect()  # BREAK
+    return x * 2
+''', versions=">=2.13,<2.14"),
+        Example('''
+import importlib
+import torch
+
+@torch.compile
+def fn(x):
+    math = importlib.import_module("math")  # BREAK
+    return x * math.pi
+''', versions=">=2.13,<2.14"),
+        Example('''
+import random
+import torch
+
+@torch.compile
+def fn(x):
+    k = random.choice([1, 2])  # BREAK
+    return x * k
+''', versions=">=2.13,<2.14"),
+        Example('''
 import torch
 from scipy.optimize import linear_sum_assignment
 
@@ -317,13 +361,32 @@ def fn(cost):
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        from .base import version_matches
-
         name = ctx.qualname(node.func) or ""
-        if name in self.SKIPPED and version_matches(self.SKIPPED[name], ctx.version):
-            ctx.report(self, node, self.message.format(name=name))
+        gb = self.breaking_calls(tuple(ctx.version[:2])).get(name)
+        if gb is not None:
+            ctx.report(self, node, self.message.format(name=name.removeprefix("builtins.")), gb=gb)
         elif name.startswith(self.SKIPPED_PACKAGES):
             ctx.report(self, node, self.message.format(name=name))
+
+    @classmethod
+    def breaking_calls(cls, release: tuple[int, int]) -> dict[str, str]:
+        """{qualname: GB id} of the calls that break on this release: measured on the compiler by
+        scripts/gen_torch_facts.py where tcl/torch_facts has the release, else SKIPPED."""
+        found = _BREAKING_CALLS.get(release)
+        if found is None:
+            from .. import torch_facts
+            from .base import version_matches
+
+            facts = torch_facts.facts_for(release)
+            if facts is not None and facts.release == release and facts.skipped_calls is not None:
+                found = dict(facts.skipped_calls)
+            else:
+                found = {name: "GB0007" for name, spec in cls.SKIPPED.items() if version_matches(spec, release)}
+            _BREAKING_CALLS[release] = found
+        return found
+
+
+_BREAKING_CALLS: dict[tuple[int, int], dict[str, str]] = {}
 
 
 class ExplicitGraphBreak(Rule):

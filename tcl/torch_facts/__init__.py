@@ -3,7 +3,8 @@
 scripts/gen_torch_facts.py writes them by importing a torch release: the dotted names at which
 nn.Module classes can be imported (private bases such as `torch.nn.modules.loss._Loss`
 included), the other classes of torch.nn, and which functions of torch's namespaces return
-tensors or only Python values (from return annotations and type stubs). The analyzer asks this
+tensors or only Python values (from return annotations and type stubs), and which probed calls
+break the graph when compiled (with their GB ids, measured on that release). The analyzer asks this
 module instead of guessing from spelling; a name the data does not know gets None, and the
 caller falls back to what it did without data. A target release with no file of its own uses
 the nearest generated release (the newest older one, else the oldest newer one). Reading the
@@ -27,6 +28,7 @@ class TorchFacts:
     module_classes: frozenset[str]
     other_classes: frozenset[str]
     returns: dict[str, str]  # qualname -> "tensor" | "python"
+    skipped_calls: dict[str, str] | None = None  # qualname -> GB id, measured on this release
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -70,6 +72,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             module_classes=frozenset(data["module_classes"]),
             other_classes=frozenset(data["other_classes"]),
             returns=dict(data["returns"]),
+            skipped_calls=dict(data["skipped_calls"]) if "skipped_calls" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
