@@ -74,6 +74,15 @@ def fn(x):
         x = x * 2
     return x
 '''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if all(s > 1 for s in x.shape) and any([x.ndim == 2, x is None]):
+        x = x * 2
+    return x
+'''),
     ]
     INVALID = [
         Example('''
@@ -142,6 +151,14 @@ class Dice(_Loss):
             return 1 - inter
         return pred.sum()
 ''', entry="Dice"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    finite = all([x.sum() > 0, x.mean() > 0])  # BREAK
+    return x * 2, finite
+'''),
     ]
 
     def visit_If(self, node: cst.If, ctx) -> None:
@@ -177,6 +194,23 @@ class Dice(_Loss):
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx) -> None:
         if isinstance(node.operator, cst.Not) and not _in_test_position(ctx) and ctx.data_dependent(node.expression):
             ctx.report(self, node, self.message.format(construct="`not`"))
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        # all()/any() take bool() of every element: of tensors, that is data (measured on 2.13:
+        # GB0170 in every mode for all(x > 0), all([a > 0, b > 0]), any(t > 0 for t in x);
+        # none for all(s > 0 for s in x.shape)).
+        name = ctx.qualname(node.func)
+        if name in ("builtins.all", "builtins.any") and len(node.args) == 1 and _tensor_elements(node.args[0].value, ctx):
+            ctx.report(self, node, self.message.format(construct=f"{name.removeprefix('builtins.')}() over tensors"))
+
+
+def _tensor_elements(value: cst.BaseExpression, ctx) -> bool:
+    """A tensor (iterated element by element), or a display or comprehension of tensors."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return any(isinstance(e, cst.Element) and is_tensor(ctx.kind(e.value)) for e in value.elements)
+    if isinstance(value, (cst.GeneratorExp, cst.ListComp, cst.SetComp)):
+        return is_tensor(ctx.kind(value.elt))
+    return is_tensor(ctx.kind(value))
 
 
 def _in_test_position(ctx) -> bool:
