@@ -146,6 +146,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.version = version
         self.env: dict[str, Kind] = dict(param_kinds)
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
+        self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind)
         self.resolve_call = resolve_call
         self.result = FunctionResult()

@@ -84,6 +84,9 @@ class Rule:
     # Where a long message turns from what was found to what it costs (e.g. ": every call"):
     # text output puts the rest on a line of its own, one-line outputs keep the whole message.
     consequence_after: ClassVar[str] = ""
+    # A recompile rule whose hazard survives automatic dynamic shapes: each new value compiles
+    # again (its examples' tests: INVALID compiles once per call, VALID at most twice).
+    persistent: ClassVar[bool] = False
     # Where the compiler reports the break relative to the finding (f-strings: at the use).
     runtime_line_offset: ClassVar[int] = 0
     # `tcl fix`: fixer(finding, node, ctx) -> tcl.fixes.Fix | None (see tcl/fixes/).

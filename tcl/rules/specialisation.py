@@ -1,0 +1,193 @@
+"""Sizes that Python code turns into plain values: recompiles automatic dynamic shapes cannot absorb.
+
+After a size first changes, Dynamo makes it symbolic and stops recompiling for new values --
+unless Python code needs the size as a concrete int: as the key of a dict or list lookup, as
+the argument of `list.index()`, in str()/repr(), or as a Python loop's trip count. Each of those
+guards on the exact value, so every new size compiles again until the recompile limit (8),
+after which the frame runs eagerly. Measured on torch 2.13 with four shapes (2, 4), (2, 8),
+(2, 16), (2, 32), default mode: 4 compilations for each use below, 2 (the one automatic-dynamic
+recompile) for arithmetic, views, comparisons and `if size % 8 == 0`. An f-string of a size
+specialises only where its result is used later (2 compilations for an unused one), so
+f-strings are left alone.
+
+A *size* is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor `t`, the names a function binds
+from them (`b, n, d = x.shape` included), and their integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..dataflow import is_tensor
+from .base import Example, Rule
+
+SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+# Where a string is built only on the way to an error or a log line: not a guard on the hot path.
+MESSAGE_OWNERS = (cst.Raise, cst.Assert)
+SHAPES = "[(torch.randn(2, 4),), (torch.randn(2, 8),), (torch.randn(2, 16),), (torch.randn(2, 32),)]"
+
+
+def _sizes(ctx) -> set[str]:
+    """The names this function has bound to sizes so far (the walk goes in source order)."""
+    return ctx.memo.setdefault("specialisation.sizes", set())
+
+
+def is_size(node: cst.BaseExpression, ctx) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value in _sizes(ctx)
+    if isinstance(node, cst.Subscript):
+        value = node.value
+        return (
+            isinstance(value, cst.Attribute) and value.attr.value == "shape" and is_tensor(ctx.kind(value.value))
+            and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+        )
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1:
+            return node.args[0].keyword is None and is_tensor(ctx.kind(func.value))
+        if ctx.qualname(func) == "builtins.len" and len(node.args) == 1:
+            return is_tensor(ctx.kind(node.args[0].value))
+        return False
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, SIZE_OPERATORS):
+        sides = (node.left, node.right)
+        return any(is_size(s, ctx) for s in sides) and all(
+            is_size(s, ctx) or isinstance(s, cst.Integer) for s in sides
+        )
+    return False
+
+
+def _is_whole_shape(node: cst.BaseExpression, ctx) -> bool:
+    """`t.shape` or `t.size()`: a tuple of sizes (bound by unpacking, formatted as a whole)."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        return is_tensor(ctx.kind(node.value))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
+        return not node.args and is_tensor(ctx.kind(node.func.value))
+    return False
+
+
+def _in_message(ctx) -> bool:
+    return any(isinstance(node, MESSAGE_OWNERS) for node in ctx.stack)
+
+
+class SizeSpecialisedByPython(Rule):
+    code = "TCL505"
+    name = "size-used-as-python-value"
+    message = (
+        "{expr} is used as a {use}: Dynamo specialises on the exact size, so every call with a "
+        "new size compiles again (automatic dynamic shapes cannot help), up to the recompile "
+        "limit (8), then the frame runs eagerly"
+    )
+    consequence_after = ": Dynamo specialises"
+    fix = (
+        "keep the size symbolic: index tensors instead of Python containers (torch.tensor(table)[n] "
+        "or a lookup computed once in __init__), build strings outside the compiled region, "
+        "vectorise the loop; or pad inputs to a few bucket sizes"
+    )
+    gb = (((2, 0), "GB0039"),)
+    category = "recompile"
+    persistent = True
+    rationale = (
+        "After a size first changes, Dynamo makes it symbolic and stops recompiling for new "
+        "values, unless Python code needs the exact int: as a dict or list key, as the "
+        "argument of list.index(), in str()/repr(), or as a Python loop's trip count. Each guards "
+        "on the value. Measured on torch 2.13, four shapes (2, 4) ... (2, 32): 4 compilations "
+        "for each such use, 2 for arithmetic, views and comparisons of the same size."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    b, n = x.shape
+    scale = 1.0 / (n ** 0.5)
+    if n % 8 == 0 and x.size(1) > 2:
+        x = x * 2
+    return x.view(b, n // 2, 2) * scale
+''', calls=SHAPES)]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    table = {4: 1.0, 8: 2.0, 16: 3.0, 32: 4.0}
+    return x * table[x.shape[1]]  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+BUCKETS = [4, 8, 16, 32]
+
+@torch.compile
+def fn(x):
+    seq_len = x.size(1)
+    i = BUCKETS.index(seq_len)  # BREAK
+    return x * i
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    name = str(x.shape[1])  # BREAK
+    return x * 2, name
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    _, steps = x.shape
+    for _ in range(steps // 4):  # BREAK
+        x = x + 1
+    return x
+''', calls=SHAPES),
+    ]
+
+    # -- where sizes get names ------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        sizes = _sizes(ctx)
+        for target in node.targets:
+            target = target.target
+            if isinstance(target, cst.Name):
+                (sizes.add if is_size(node.value, ctx) else sizes.discard)(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                whole = _is_whole_shape(node.value, ctx)
+                for element in target.elements:
+                    if isinstance(element.value, cst.Name):
+                        (sizes.add if whole else sizes.discard)(element.value.value)
+
+    # -- the uses that specialise ---------------------------------------------------------
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "index" and node.args:
+            if not is_tensor(ctx.kind(func.value)) and is_size(node.args[0].value, ctx):
+                self._report(node, node.args[0].value, "list.index() argument", ctx)
+        elif ctx.qualname(func) in ("builtins.str", "builtins.repr") and len(node.args) == 1:
+            value = node.args[0].value
+            if (is_size(value, ctx) or _is_whole_shape(value, ctx)) and not _in_message(ctx):
+                self._report(node, value, "string", ctx)
+
+    def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return
+        key = node.slice[0].slice.value
+        container = node.value
+        if is_size(key, ctx) and not is_tensor(ctx.kind(container)) and not _is_whole_shape(container, ctx):
+            self._report(node, key, "key of a Python dict or list lookup", ctx)
+
+    def visit_DictElement(self, node: cst.DictElement, ctx) -> None:
+        if is_size(node.key, ctx):
+            self._report(node.key, node.key, "dict key", ctx)
+
+    def visit_For(self, node: cst.For, ctx) -> None:
+        iterable = node.iter
+        if isinstance(iterable, cst.Call) and ctx.qualname(iterable.func) == "builtins.range":
+            for arg in iterable.args:
+                if is_size(arg.value, ctx):
+                    self._report(iterable, arg.value, "Python loop's trip count", ctx)
+                    return
+
+    def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
+        expr = cst.Module([]).code_for_node(size)
+        ctx.report(self, node, self.message.format(expr=f"the size {expr}", use=use))
