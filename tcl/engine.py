@@ -20,6 +20,7 @@ from .project import Project, ProjectScan
 from .noqa import NoqaMap
 from .positions import function_ranges
 from .rules import selected_rules
+from .summaries import CallSiteReturns
 from .walker import (
     Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds,
     tuple_params,
@@ -478,6 +479,11 @@ class FileAnalysis:
         self.entries: dict[int, str] = {}
         # callee id -> caller id -> call sites (walker.CallSite)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
+        # What a helper returns for one call's argument kinds (tcl/summaries.py).
+        self.summaries = CallSiteReturns(
+            self._return_kind, lambda function: self.param_kinds.get(id(function)),
+            lambda function, kinds: self._walk(function, hooks={}, param_kinds=kinds),
+        )
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
         self.callers: dict[int, set[int]] = defaultdict(set)
@@ -744,19 +750,21 @@ class FileAnalysis:
             if function.index is not self.index and key not in self.entries:
                 settled[self._settled_key(function)] = (function.node, result)
 
-    def _walk(self, function: FunctionInfo, hooks=None) -> FunctionResult:
-        # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes).
+    def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None) -> FunctionResult:
+        # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes;
+        # {} for a summary walk). `param_kinds`: one call site's, for a summary walk.
+        summary = param_kinds is not None
         walker = FunctionWalker(
             function,
             function.index,
             self.analyzer.hooks if hooks is None else hooks,
-            self.param_kinds[id(function)],
+            param_kinds if summary else self.param_kinds[id(function)],
             lambda call: self.resolve_call(call, function),
-            self._return_kind,
+            self.summaries.return_kind,
             self.analyzer.version,
-            is_entry=id(function) in self.entries,
-            crossed=self.crossed.get(id(function), frozenset()),
-            tuples=self.tuples.get(id(function)),
+            is_entry=id(function) in self.entries and not summary,
+            crossed=frozenset() if summary else self.crossed.get(id(function), frozenset()),
+            tuples=None if summary else self.tuples.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=self._tuple_returns,
             resolve_property=lambda node: self.resolve_property(node, function),

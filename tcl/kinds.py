@@ -37,7 +37,7 @@ class KindEvaluator:
         owner: ClassInfo | None,
         env: dict[str, Kind],
         resolve_call: Callable[[cst.Call], FunctionInfo | None],
-        return_kind: Callable[[FunctionInfo], Kind],
+        return_kind: Callable[[FunctionInfo, tuple | None], Kind],
     ) -> None:
         self.index = index
         self.owner = owner
@@ -176,7 +176,15 @@ class KindEvaluator:
         callee = self.resolve_call(node)
         if callee is not None:
             # A module built in traced code: an object, not what its __init__ returns.
-            return Kind.UNKNOWN if callee.name == "__init__" else self.return_kind(callee)
+            if callee.name == "__init__":
+                return Kind.UNKNOWN
+            # What the helper returns for *these* arguments (tcl/summaries.py): the kinds
+            # of the positional and keyword arguments, as walker.CallSite begins.
+            site = (
+                [self(arg.value) for arg in node.args if arg.keyword is None and not arg.star],
+                {arg.keyword.value: self(arg.value) for arg in node.args if arg.keyword is not None},
+            )
+            return self.return_kind(callee, site)
         if isinstance(func, cst.Attribute):
             kind = self._method_kind(func, node)
             if kind == Kind.UNKNOWN:

@@ -804,11 +804,14 @@ _GUARD_NAMES = re.compile(r"[A-Za-z_][\w.]*")
 _REFERENCES = re.compile(r"([^\s#'\"]+\.py):(\d+)")
 
 
-def _recompile_matches(finding_path: str, line: int, rec: dict, shape) -> bool:
+def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persistent: bool = False) -> bool:
     """Whether a recompile is the one a recompile-hazard finding predicts.
 
     Its guard's source reference names the finding's line, or: it recompiled the function that
-    holds the finding, and a name its guard tests (self.step, n) is on the finding's line.
+    holds the finding, and a name its guard tests (self.step, n) is on the finding's line. For a
+    size the finding says Python specialises on (`persistent` rules, TCL505), a size guard of
+    that function that fails on a change after the first (automatic dynamic shapes made the
+    size symbolic on the first, so a later size recompile is the specialisation).
     """
     reason = rec.get("reason") or ""
     for fragment, number in _REFERENCES.findall(reason):
@@ -824,6 +827,8 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape) -> bool:
         # A finding on the function's header (`@torch.compile(dynamic=False)`): the hazard is
         # the frame's static shapes, so any size guard of that frame is the predicted one.
         return "size mismatch" in reason or "stride mismatch" in reason
+    if persistent and not rec.get("expected") and "size mismatch" in reason:
+        return True
     guard = re.sub(r"'[^']*'|\"[^\"]*\"", "", reason.split(": ", 1)[-1].split(" # ", 1)[0])
     text = file.line_text(line)
     names = {n for n in _GUARD_NAMES.findall(guard) if n not in ("L", "G", "self", "tensor", "size",
@@ -899,7 +904,8 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
         }
         ran = any(line in executed.get(path, ()) for line in range(finding.line, finding.end_line + 1))
         if is_recompile:
-            hits = [r for r in recompiles if _recompile_matches(path, finding.line, r, shape)]
+            persistent = getattr(rule, "persistent", False)
+            hits = [r for r in recompiles if _recompile_matches(path, finding.line, r, shape, persistent)]
             for rec in hits:
                 rec["findings"].append(f"{finding.code}@{finding.line}")
             function = shape(path).function_at(shape(path).def_line(finding.line))

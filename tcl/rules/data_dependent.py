@@ -74,6 +74,27 @@ def fn(x):
         x = x * 2
     return x
 '''),
+        # A pass-through helper returns what *this* call passes it (tcl/summaries.py): the
+        # mask call makes `default` return a tensor there, not at the scale call.
+        Example('''
+import torch
+from torch import nn
+
+def default(val, d):
+    return val if val is not None else d
+
+class Block(nn.Module):
+    def __init__(self, scale=None):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x, mask=None):
+        mask = default(mask, torch.ones_like(x))
+        scale = default(self.scale, 1.0)
+        if scale > 0.5:
+            x = x * scale
+        return x * mask
+''', entry="Block", args="(torch.randn(4, 4),)"),
         Example('''
 import torch
 
