@@ -85,8 +85,10 @@ CALL_PROBES = {
     "time.time_ns": "time.time_ns()", "time.perf_counter_ns": "time.perf_counter_ns()",
     "time.sleep": "time.sleep(0)", "time.strftime": "time.strftime('%Y')",
     "inspect.currentframe": "inspect.currentframe()", "inspect.stack": "inspect.stack()",
-    "inspect.signature": "inspect.signature(len)", "inspect.getsource": "inspect.getsource(len)",
-    "inspect.isfunction": "inspect.isfunction(len)", "sys._getframe": "sys._getframe()",
+    # Of a Python function, as model code asks (`inspect.signature(forward_fn)`): a builtin's
+    # signature breaks (GB0175) where a Python function's is traced.
+    "inspect.signature": "inspect.signature(_python_function)", "inspect.getsource": "inspect.getsource(_python_function)",
+    "inspect.isfunction": "inspect.isfunction(_python_function)", "sys._getframe": "sys._getframe()",
     "sys.getrecursionlimit": "sys.getrecursionlimit()",
     "gc.collect": "gc.collect()", "gc.isenabled": "gc.isenabled()", "gc.get_count": "gc.get_count()",
     "importlib.import_module": "importlib.import_module('math')",
@@ -121,7 +123,11 @@ CALL_PROBES = {
     "torch.are_deterministic_algorithms_enabled": "torch.are_deterministic_algorithms_enabled()",
     "torch.get_num_threads": "torch.get_num_threads()",
 }
-PROBE_IMPORTS = "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\nimport torch\n"
+PROBE_IMPORTS = (
+    "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\n"
+    "import torch\n"
+    "def _python_function(a, b=1):\n    return a\n"
+)
 
 
 def _probe_calls() -> dict[str, str]:
