@@ -16,6 +16,9 @@ What it records, all read from torch itself rather than written by hand:
   from the return annotations of Python functions and the type stubs (.pyi) of C functions.
   A function whose annotation is missing, `Any`, or mixes both is left out: tcl then decides
   as it did without the data.
+* tensor_attributes / python_attributes: the public attributes a torch.Tensor has and list,
+  dict, str, set, tuple, int and float lack, and the other way round: how a parameter is used
+  is evidence of what it holds (tcl/evidence.py).
 * skipped_calls: which of the calls in CALL_PROBES (standard-library and torch calls model code
   makes) break the graph when compiled, with the GB id the compiler gives, measured by
   compiling each in default mode on this torch (torch._dynamo.error_on_graph_break). The list
@@ -253,8 +256,18 @@ def generate() -> dict:
         "module_classes": sorted(module_classes),
         "other_classes": sorted(other_classes - module_classes),
         "returns": dict(sorted(returns.items())),
+        "tensor_attributes": sorted(_public(torch.Tensor) - _python_attributes()),
+        "python_attributes": sorted(_python_attributes() - _public(torch.Tensor)),
         "skipped_calls": _probe_calls(),
     }
+
+
+def _public(cls) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def _python_attributes() -> set[str]:
+    return set().union(*(_public(t) for t in (list, dict, str, set, tuple, int, float, bool)))
 
 
 def main(argv: list[str] | None = None) -> int:

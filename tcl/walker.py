@@ -12,6 +12,7 @@ import libcst as cst
 
 from .assume import assumed_truth
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
+from .evidence import EVIDENCE_KINDS, parameter_evidence
 from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
@@ -573,7 +574,8 @@ def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
 
 
 def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
-    """Parameters of a function torch.compile traces directly: tensors unless they say otherwise."""
+    """Parameters of a function torch.compile traces directly: tensors unless they say otherwise,
+    by their signature or by how the body uses them (tcl/evidence.py)."""
     kinds: dict[str, Kind] = {}
     params = function.node.params
     positional = list(params.posonly_params) + list(params.params)
@@ -582,6 +584,11 @@ def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
         if i == 0 and function.owner is not None and not function.is_staticmethod and name in (SELF, "cls"):
             continue
         kinds[name] = _param_kind(param, default_kind=Kind.TENSOR)
+    assumed = {name for name, kind in kinds.items() if is_tensor(kind)}
+    if assumed:
+        for name, what in body_evidence(function).items():
+            if name in assumed and what in EVIDENCE_KINDS:
+                kinds[name] = EVIDENCE_KINDS[what]
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             kinds[star.name.value] = Kind.UNKNOWN
@@ -607,6 +614,21 @@ TENSOR_WORDS = ("mask", "index", "indices", "ids", "tensor", "states", "weights"
 # Cache objects (transformers' Cache, tuples of past keys/values): not tensor data themselves.
 OBJECT_NAMES = frozenset({"past_key_values", "past_key_value", "layer_past", "cache", "kv_cache", "past"})
 OBJECT_PREFIXES = ("past_",)
+
+
+_EVIDENCE: dict[int, tuple[cst.CSTNode, dict[str, str]]] = {}
+
+
+def body_evidence(function: FunctionInfo) -> dict[str, str]:
+    """tcl/evidence.py's reading of the function's parameters, once per function node."""
+    node = function.node
+    kept = _EVIDENCE.get(id(node))
+    if kept is None or kept[0] is not node:
+        if len(_EVIDENCE) > 20_000:
+            _EVIDENCE.clear()
+        names = {p.name.value for p in _all_params(node.params)}
+        kept = _EVIDENCE[id(node)] = (node, parameter_evidence(node.body, names, function.index))
+    return kept[1]
 
 
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:

@@ -74,6 +74,17 @@ def fn(x):
         x = x * 2
     return x
 '''),
+        # The body says `scale` is a Python float and `mode` a string (tcl/evidence.py).
+        Example('''
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def forward(self, x, scale, mode):
+        if scale.is_integer() and scale > 1 and mode == "double":
+            x = x * scale
+        return x
+''', entry="Net", args="(torch.randn(4, 4), 2.0, 'double')"),
         # A pass-through helper returns what *this* call passes it (tcl/summaries.py): the
         # mask call makes `default` return a tensor there, not at the scale call.
         Example('''

@@ -29,6 +29,8 @@ class TorchFacts:
     other_classes: frozenset[str]
     returns: dict[str, str]  # qualname -> "tensor" | "python"
     skipped_calls: dict[str, str] | None = None  # qualname -> GB id, measured on this release
+    tensor_attributes: frozenset[str] = frozenset()  # Tensor has them; list/dict/str/... do not
+    python_attributes: frozenset[str] = frozenset()  # list/dict/str/... have them; Tensor does not
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -73,6 +75,8 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             other_classes=frozenset(data["other_classes"]),
             returns=dict(data["returns"]),
             skipped_calls=dict(data["skipped_calls"]) if "skipped_calls" in data else None,
+            tensor_attributes=frozenset(data.get("tensor_attributes", ())),
+            python_attributes=frozenset(data.get("python_attributes", ())),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -92,7 +96,11 @@ def all_releases() -> TorchFacts | None:
         kinds = {f.returns.get(name) for f in facts}
         if len(kinds) == 1:
             returns[name] = kinds.pop()
-    return TorchFacts(facts[-1].release, modules, others, returns)
+    return TorchFacts(
+        facts[-1].release, modules, others, returns,
+        tensor_attributes=frozenset.intersection(*(f.tensor_attributes for f in facts)),
+        python_attributes=frozenset.intersection(*(f.python_attributes for f in facts)),
+    )
 
 
 def is_module_class(qualname: str) -> bool | None:

@@ -1,0 +1,115 @@
+"""What a function's own body says its parameters hold: tensor data, or plain Python values.
+
+A parameter torch.compile fills from outside (`forward(self, x, n, state=None)`) is taken for a
+tensor unless its name, default or annotation says otherwise (walker._param_kind). That guess
+is wrong for counts, options and containers, and every branch on them then reads as a branch
+on tensor data. The body is better evidence, read here without running anything:
+
+* tensor: an attribute only tensors have (`p.shape`, `p.view(...)`, `p.masked_fill(...)`:
+  torch.Tensor's public attributes that list, dict, str, set, tuple, int and float lack,
+  generated from torch in tcl/torch_facts), or `p @ q`;
+* a Python number: `range(p)` (also `range(p + 1)`, `range(0, p, 2)`), `p.is_integer()`;
+* a Python string: `p == "..."`, `p in ("a", "b")`, string methods (`p.startswith(...)`);
+* a Python container or object: methods only list/dict/set/str have (`p.append`, `p.items()`).
+
+Tensor evidence wins over any other: a tensor parameter compared with a string somewhere is
+still a tensor. A parameter with no evidence either way keeps the kind the signature gave it.
+Nested functions, lambdas and classes are their own scopes and are not read.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import libcst as cst
+
+from . import torch_facts
+from .dataflow import Kind
+
+TENSOR, NUMBER, STRING, OBJECT = "tensor", "number", "string", "object"
+STRING_METHODS = frozenset(name for name in dir(str) if not name.startswith("_"))
+# What each kind of evidence makes of a parameter the signature left as tensor data.
+EVIDENCE_KINDS = {NUMBER: Kind.META, STRING: Kind.META, OBJECT: Kind.UNKNOWN}
+
+
+@lru_cache(maxsize=1)
+def _attributes() -> tuple[frozenset[str], frozenset[str]]:
+    facts = torch_facts.all_releases()
+    if facts is None:
+        return frozenset(), frozenset()
+    return facts.tensor_attributes, facts.python_attributes
+
+
+def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, str]:
+    """{parameter: TENSOR | NUMBER | STRING | OBJECT} for the parameters the body gives evidence of."""
+    tensor_attributes, python_attributes = _attributes()
+    found: dict[str, set[str]] = {}
+
+    def note(node: cst.BaseExpression, what: str) -> None:
+        if isinstance(node, cst.Name) and node.value in names:
+            found.setdefault(node.value, set()).add(what)
+
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            attr = node.attr.value
+            if attr in tensor_attributes:
+                note(node.value, TENSOR)
+            elif attr in python_attributes:
+                note(node.value, STRING if attr in STRING_METHODS and attr not in ("count", "index") else
+                     NUMBER if attr == "is_integer" else OBJECT)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+            note(node.left, TENSOR)
+            note(node.right, TENSOR)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and index.qualify(node.func) == "builtins.range":
+            for arg in node.args:
+                for operand in _int_operands(arg.value):
+                    note(operand, NUMBER)
+        elif isinstance(node, cst.Comparison):
+            _compare_evidence(node, note)
+        stack.extend(_children(node))
+    return {name: TENSOR if TENSOR in kinds else _one(kinds) for name, kinds in found.items() if _one(kinds) or TENSOR in kinds}
+
+
+def _one(kinds: set[str]) -> str | None:
+    """The evidence, when it points one way (a number and a string at once: say nothing)."""
+    others = kinds - {TENSOR}
+    if len(others) == 1:
+        return next(iter(others))
+    return OBJECT if others == {OBJECT, STRING} else None
+
+
+def _int_operands(value: cst.BaseExpression):
+    """`n`, `n + 1`, `n // 2`: the names whose value the range bound is computed from."""
+    if isinstance(value, cst.Name):
+        yield value
+    elif isinstance(value, cst.BinaryOperation):
+        yield from _int_operands(value.left)
+        yield from _int_operands(value.right)
+
+
+def _compare_evidence(node: cst.Comparison, note) -> None:
+    left = node.left
+    for target in node.comparisons:
+        right = target.comparator
+        if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            if _is_string(right):
+                note(left, STRING)
+            elif _is_string(left):
+                note(right, STRING)
+        elif isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            elements = [e.value for e in right.elements if isinstance(e, cst.Element)]
+            if elements and all(_is_string(e) for e in elements):
+                note(left, STRING)
+        left = right
+
+
+def _is_string(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
+
+
+def _children(node: cst.CSTNode):
+    for child in node.children:
+        if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            yield child

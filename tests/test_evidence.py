@@ -1,0 +1,70 @@
+"""tcl/evidence.py: how the body uses a parameter decides what an unannotated one holds."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from tcl.config import Config
+from tcl.engine import Analyzer
+from tcl.evidence import NUMBER, OBJECT, STRING, TENSOR, parameter_evidence
+from tcl.module_index import build_index
+
+
+def evidence(source: str) -> dict[str, str]:
+    source = textwrap.dedent(source)
+    index = build_index(cst.parse_module(source), "m.py")
+    function = cst.parse_module(source).body[0]
+    names = {p.name.value for p in function.params.params}
+    return parameter_evidence(function.body, names, index)
+
+
+def test_evidence_of_each_kind():
+    assert evidence('''\
+        def f(x, n, mode, state, both, unused):
+            for _ in range(n + 1):
+                x = x.view(-1)
+            if mode == "fast" or both == "a":
+                state.append(x)
+            both.masked_fill_(both > 0, 0)
+            return x
+    ''') == {"x": TENSOR, "n": NUMBER, "mode": STRING, "state": OBJECT, "both": TENSOR}
+
+
+def test_nested_scopes_are_not_read():
+    assert evidence('''\
+        def f(x, n):
+            def inner(n):
+                return range(n)
+            return x @ x
+    ''') == {"x": TENSOR}
+
+
+def test_forward_parameters_used_as_python_values_are_not_tensor_data():
+    source = textwrap.dedent('''\
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+
+            def forward(self, x, n, state=None, mode="a", gate=None):
+                for _ in range(n):
+                    x = self.lin(x)
+                if state is None:
+                    state = []
+                state.append(x)
+                if n > 2:
+                    x = x * 2
+                if gate.sum() > 0:
+                    x = x * gate
+                return x, state
+    ''')
+    report = Analyzer(Config()).check_source(source, "m.py")
+    # `n` feeds range(): a Python int (its loop is a recompile hazard, TCL502, not a break);
+    # `gate` has tensor evidence (.sum()), so its branch is still a break.
+    assert sorted((f.code, f.line) for f in report.findings) == [("TCL201", 18), ("TCL502", 11)]
