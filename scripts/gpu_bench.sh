@@ -11,6 +11,8 @@ set -uo pipefail
 OUT=${OUT:?set OUT to a results folder}
 PY=${PYTHON:-python3}
 ITERS=${TCL_BENCH_ITERS:-100}
+REPEATS=${TCL_BENCH_REPEATS:-5}
+mkdir -p "$OUT"
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
 FILES=("$@")
 [ ${#FILES[@]} -eq 0 ] && FILES=(loops mlp_debug attention moe_router losses train_step)
@@ -18,7 +20,7 @@ for file in "${FILES[@]}"; do
     extra=()
     [ "$file" = attention ] && extra=(--unsafe-fixes)
     timeout "${TCL_BENCH_FILE_LIMIT:-1800}" $PY -m tcl bench "fixtures/$file.py" --device cuda --modes default,reduce-overhead \
-        --iters "$ITERS" --warmup 10 --json "$OUT/bench_$file.json" "${extra[@]}" \
+        --iters "$ITERS" --repeats "$REPEATS" --warmup 10 --json "$OUT/bench_$file.json" "${extra[@]}" \
         > "$OUT/bench_$file.txt" 2>&1
     tail -n 4 "$OUT/bench_$file.txt"
 done

@@ -37,7 +37,9 @@ def add_parser(commands) -> None:
     bench.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     bench.add_argument("--modes", default="default,reduce-overhead", help="torch.compile modes, comma-separated")
     bench.add_argument("--backend", default="inductor")
-    bench.add_argument("--iters", type=int, default=50, help="timed calls per measurement")
+    bench.add_argument("--iters", type=int, default=50, help="timed calls per repeat")
+    bench.add_argument("--repeats", type=int, default=5,
+                       help="repeats of --iters calls per measurement: the median is reported, with min and max")
     bench.add_argument("--warmup", type=int, default=5)
     bench.add_argument("--json", dest="json_out", help="write the results here")
     bench.add_argument("--plot", help="write a PNG bar chart here (needs matplotlib)")
@@ -60,7 +62,7 @@ def cmd_bench(args) -> int:
                 sys.stderr.write(f"{path}: tcl fix failed: {fix.stderr.strip()}\n")
             command = [
                 sys.executable, "-m", "tcl.bench", "--child", path, fixed, device, args.modes,
-                args.backend, str(args.iters), str(args.warmup),
+                args.backend, str(args.iters), str(args.warmup), str(max(args.repeats, 1)),
             ]
             start = time.perf_counter()
             try:
@@ -88,21 +90,41 @@ def cmd_bench(args) -> int:
 
 
 def format_table(results: list[dict]) -> str:
+    """ms per call as `median±spread` (half the min-max range over the repeats, in % of the
+    median); the speed-up of the fixed version is marked `~` when the two ranges overlap."""
     header = (
-        f"{'example':34} {'mode':16} {'eager ms':>9} {'as written':>11} {'after fix':>10} "
-        f"{'breaks':>7} {'recovered':>9} {'clean ms':>9} {'vs clean':>8} {'compile s':>10} {'same out':>8}"
+        f"{'example':34} {'mode':16} {'eager ms':>12} {'as written':>12} {'after fix':>12} "
+        f"{'breaks':>7} {'recovered':>10} {'clean ms':>9} {'vs clean':>8} {'compile s':>10} {'same out':>8}"
     )
     lines = [header, "-" * len(header)]
     for r in results:
         recovered = r["written_ms"] / r["fixed_ms"] if r["fixed_ms"] else float("nan")
+        noise = "~" if within_noise(r, "written", "fixed") else " "
         clean = r.get("clean_ms")
         clean_text = f"{clean:9.3f} {clean / r['fixed_ms']:7.0%}" if clean else f"{'-':>9} {'-':>8}"
         lines.append(
-            f"{r['example']:34} {r['mode']:16} {r['eager_ms']:9.3f} {r['written_ms']:11.3f} "
-            f"{r['fixed_ms']:10.3f} {r['breaks_written']:>3}->{r['breaks_fixed']:<3} "
-            f"{recovered:8.2f}x {clean_text} {r['compile_fixed_s']:10.1f} {str(r['outputs_match']):>8}"
+            f"{r['example']:34} {r['mode']:16} {_spread(r, 'eager'):>12} {_spread(r, 'written'):>12} "
+            f"{_spread(r, 'fixed'):>12} {r['breaks_written']:>3}->{r['breaks_fixed']:<3} "
+            f"{noise}{recovered:8.2f}x {clean_text} {r['compile_fixed_s']:10.1f} {str(r['outputs_match']):>8}"
         )
+    if any(within_noise(r, "written", "fixed") for r in results):
+        lines.append("~: as written and after fix are within noise (their min-max ranges overlap)")
     return "\n".join(lines)
+
+
+def within_noise(row: dict, a: str, b: str) -> bool:
+    """Whether two timings of a row cannot be told apart: their min-max ranges overlap."""
+    a_range, b_range = row.get(f"{a}_ms_range"), row.get(f"{b}_ms_range")
+    if not a_range or not b_range:
+        return False
+    return a_range[0] <= b_range[1] and b_range[0] <= a_range[1]
+
+
+def _spread(row: dict, label: str) -> str:
+    median, span = row[f"{label}_ms"], row.get(f"{label}_ms_range")
+    if not span or not median:
+        return f"{median:.3f}"
+    return f"{median:.3f}±{(span[1] - span[0]) / 2 / median:.0%}"
 
 
 def plot(results: list[dict], path: str) -> None:
@@ -176,17 +198,30 @@ def _examples(module, device):
     return prepared
 
 
-def _time(fn, args, kwargs, iters, warmup, sync, step=lambda: None) -> float:
+def _time(fn, args, kwargs, iters, warmup, sync, step=lambda: None, repeats: int = 5) -> list[float]:
+    """ms per call for each of `repeats` runs of `iters` calls, after `warmup` calls."""
     for _ in range(warmup):
         step()
         fn(*args, **kwargs)
     sync()
-    start = time.perf_counter()
-    for _ in range(iters):
-        step()
-        fn(*args, **kwargs)
-    sync()
-    return (time.perf_counter() - start) / iters * 1000
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(iters):
+            step()
+            fn(*args, **kwargs)
+        sync()
+        samples.append((time.perf_counter() - start) / iters * 1000)
+    return samples
+
+
+def _record(row: dict, label: str, samples: list[float]) -> None:
+    """`{label}_ms`: the median of the repeats; `{label}_ms_range`: [min, max]."""
+    ordered = sorted(samples)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    row[f"{label}_ms"] = median
+    row[f"{label}_ms_range"] = [ordered[0], ordered[-1]]
 
 
 def _training(fn, parameters):
@@ -240,7 +275,7 @@ def _same(a, b) -> bool:
     return a == b or not isinstance(a, (torch.Tensor, list, tuple, dict))
 
 
-def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
+def child(path, fixed, device, modes, backend, iters, warmup, repeats=5) -> list[dict]:
     import torch
 
     if device == "auto":
@@ -266,12 +301,14 @@ def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
             params = _parameters(*args, target)
             eager = _training(target, params) if train else target
             eager_out = _detach(eager(*args, **kwargs))
-            eager_ms = _time(eager, args, kwargs, iters, warmup, sync)
+            eager_times: dict = {}
+            _record(eager_times, "eager", _time(eager, args, kwargs, iters, warmup, sync, repeats=repeats))
             sys.stderr.write(f"tcl bench: {name} eager timed, counting breaks\n")
             sys.stderr.flush()
             breaks = {label: _breaks(fn, args, kwargs) for label, fn in variants}
             for mode in modes.split(","):
-                row = {"example": name, "mode": mode, "device": device, "train": train, "eager_ms": eager_ms,
+                row = {"example": name, "mode": mode, "device": device, "train": train, **eager_times,
+                       "repeats": repeats, "iters": iters,
                        "breaks_written": breaks["written"], "breaks_fixed": breaks["fixed"]}
                 if "clean" in breaks:
                     row["breaks_clean"] = breaks["clean"]
@@ -290,9 +327,11 @@ def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
                     out = _detach(compiled(*args, **kwargs))
                     sync()
                     row[f"compile_{label}_s"] = time.perf_counter() - start
-                    row[f"{label}_ms"] = _time(compiled, args, kwargs, iters, warmup, sync, step)
+                    _record(row, label, _time(compiled, args, kwargs, iters, warmup, sync, step, repeats))
                     if label in ("fixed", "clean"):
                         row[f"outputs_match{'' if label == 'fixed' else '_clean'}"] = bool(_same(eager_out, out))
+                row["fixed_vs_written"] = ("within noise" if within_noise(row, "written", "fixed") else
+                                           "faster" if row["fixed_ms"] < row["written_ms"] else "slower")
                 results.append(row)
     return results
 
@@ -300,7 +339,7 @@ def child(path, fixed, device, modes, backend, iters, warmup) -> list[dict]:
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--child":
     import contextlib
 
-    _, _, path, fixed, device, modes, backend, iters, warmup = sys.argv
+    _, _, path, fixed, device, modes, backend, iters, warmup, repeats = sys.argv
     with contextlib.redirect_stdout(sys.stderr):  # the user's prints must not mix with the JSON
-        rows = child(path, fixed, device, modes, backend, int(iters), int(warmup))
+        rows = child(path, fixed, device, modes, backend, int(iters), int(warmup), int(repeats))
     print(json.dumps(rows))
