@@ -326,8 +326,8 @@ def compare(first, again, patched) -> dict:
         return {"identical": False, "why": f"patched copy raised {why.splitlines()[0]}"
                 if patched[0] == "raised" else f"only the original raised {why.splitlines()[0]}"}
     if first[0] == "raised":
-        same = first[1].split(":")[0] == patched[1].split(":")[0]
-        return {"identical": same, "why": f"both raised {first[1].splitlines()[0]} / {patched[1].splitlines()[0]}"}
+        # Two crashes prove nothing about the fix: a crash on either side is a failure.
+        return {"identical": False, "why": f"both raised {first[1].splitlines()[0]} / {patched[1].splitlines()[0]}"}
     a, b, c = first[1], again[1], patched[1]
     if [p for p, _ in a] != [p for p, _ in c]:
         return {"identical": False, "why": "different output structure"}
@@ -781,11 +781,15 @@ def report(names, libraries, files, discovery, before, variants, models, timing)
             if info is None:
                 continue
             breaks = (entry["original"].get("breaks", "-"), info.get("breaks", "-"))
+            # A run whose compile failed logs only the breaks before the failure: no break counts
+            # as removed from it.
+            failed = entry["original"].get("compile_error") or info.get("compile_error")
             rows.append((name, len(info["files_changed"]), len(info["changed_functions_run"]), info["findings_fixed"],
-                         f"{breaks[0]} -> {breaks[1]}", verdict(info.get("outputs"))))
+                         f"{breaks[0]} -> {breaks[1]}" + (" (compile failed)" if failed else ""),
+                         verdict(info.get("outputs"))))
             tot["models"] += 1
             tot["findings_fixed"] += info["findings_fixed"]
-            if all(isinstance(b, int) for b in breaks):
+            if all(isinstance(b, int) for b in breaks) and not failed:
                 tot["breaks_before"] += breaks[0]
                 tot["breaks_after"] += breaks[1]
             tot["identical"] += bool(info.get("outputs", {}).get("identical"))
