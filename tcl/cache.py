@@ -261,7 +261,8 @@ class Cache:
         problem = link_in_chain(root, (SCHEMA, SCAN_BUCKET))
         if problem is not None:
             raise Refused(problem)
-        sweep_stale_temps(root, CACHE_TEMP)
+        sweep_stale_temps(root, CACHE_TEMP)  # a tag or .gitignore write a killed run left
+        sweep_stale_temps(root / SCHEMA / SCAN_BUCKET, CACHE_TEMP)
 
     def _disable(self, reason: str) -> None:
         """Stop using the cache, saying why once per process and root (a flake8 or pytest run
@@ -398,7 +399,6 @@ class Cache:
         try:
             text = json.dumps({"key": key, "scan": _to_fields(result)}, separators=(",", ":"))
             make_real_dirs(self.root, (SCHEMA, SCAN_BUCKET))
-            sweep_stale_temps(directory, CACHE_TEMP)
             _write(entry, text)
             prune_children(directory, KEEP_SCANS, keep=(entry.name,))
         except Refused as refusal:
