@@ -518,3 +518,24 @@ def test_verify_runner_files_are_created_in_its_private_directory(tmp_path):
     finally:
         verify._remove_tree(work)
     assert not os.path.exists(work)
+
+
+def test_recording_temp_file_is_never_written_through_a_link(tmp_path):
+    import zipfile
+
+    from tcl.recording import merge_parts
+
+    part = tmp_path / "rec.zip.gw0.part"
+    with zipfile.ZipFile(part, "w") as archive:
+        archive.writestr("index.json", json.dumps({"records": [], "problems": [], "torch": "2.13"}))
+    target = tmp_path / "user-file.py"
+    target.write_text("mine\n")
+    recording = tmp_path / "rec.zip"
+    os.symlink(target, f"{recording}.{os.getpid()}.tmp")  # a predictable name, planted
+    with pytest.raises(FileExistsError):
+        merge_parts(str(recording), [str(part)], str(tmp_path))
+    assert target.read_text() == "mine\n" and not recording.exists()
+    os.unlink(f"{recording}.{os.getpid()}.tmp")
+    (tmp_path / f"rec.zip.{os.getpid()}.tmp").write_text("left by a killed session")
+    assert merge_parts(str(recording), [str(part)], str(tmp_path))["records"] == []
+    assert zipfile.ZipFile(recording).namelist() == ["index.json"]
