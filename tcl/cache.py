@@ -300,12 +300,18 @@ class Cache:
         if directory in self._dirs_made:
             return True
         parts = (SCHEMA, directory.parent.name, directory.name)
-        if make:
-            try:
+        try:
+            problem = link_in_chain(self.root, parts)
+            if problem is not None:
+                raise Refused(problem)
+            if make:
                 make_real_dirs(self.root, parts)
-            except OSError:
+            elif not directory.is_dir():
                 return False
-        elif link_in_chain(self.root, parts) is not None or not directory.is_dir():
+        except Refused as refusal:
+            self._disable(str(refusal))
+            return False
+        except OSError:
             return False
         sweep_stale_temps(directory, CACHE_TEMP)
         self._dirs_made.add(directory)

@@ -124,6 +124,23 @@ def test_symlinked_scans_is_never_pruned(tmp_path):
     assert snapshot(tmp_path / "victim") == before
 
 
+def test_a_symlinked_entry_directory_disables_the_cache(tmp_path):
+    before = victim_tree(tmp_path / "victim")
+    tree = tmp_path / "repo"
+    two_files(tree)
+    cold = tcl("check", "--no-config", ".", cwd=tree)
+    buckets = [p for p in (tree / ".tcl_cache" / "v1").iterdir() if p.name != "scans"]
+    for directory in [d for bucket in buckets for d in bucket.iterdir()]:
+        for entry in directory.iterdir():
+            entry.unlink()
+        directory.rmdir()
+        directory.symlink_to(tmp_path / "victim")
+    warm = tcl("check", "--no-config", ".", cwd=tree)
+    assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
+    assert "is a symlink" in one_line_on_stderr(warm, "cache disabled")
+    assert snapshot(tmp_path / "victim") == before
+
+
 def test_cache_dir_over_a_foreign_directory_is_left_alone(tmp_path):
     foreign = tmp_path / "foreign"
     foreign.mkdir()
