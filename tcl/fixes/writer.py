@@ -2,8 +2,8 @@
 
 The new text goes to a temporary file in the same directory (same filesystem, so the final
 rename is atomic), is flushed and fsynced, gets the original's mode, owner and group, and
-replaces the original with os.replace -- but only if the file on disk is still the same file with
-the bytes that were read (a SHA-256 compared right before the replace). An interrupted write
+replaces the original with os.replace -- but only if, right before the replace, the file on disk
+still has the bytes that were read (SHA-256) and is the file whose mode and owner were copied. An interrupted write
 leaves the original file untouched; a temporary file a SIGKILL leaves behind is removed by the
 next `tcl fix --apply`. Symlinks, hard links, read-only files, other users' files and files
 reached through a directory link out of the checked tree are refused unless forced.
