@@ -23,6 +23,7 @@ import time
 import pytest
 
 from tcl import safe_files
+from tcl.cache import KEEP_BUCKETS
 
 fcntl = pytest.importorskip("fcntl")  # POSIX: FIFOs, flock, hard links and owners as tested here
 
@@ -173,7 +174,7 @@ def test_a_planted_bucket_link_is_unlinked_not_followed(tmp_path):
     assert tcl("check", "--no-config", ".", cwd=tree).returncode == 1
     v1 = tree / ".tcl_cache" / "v1"
     old = time.time() - 10 * 86400
-    for i in range(safe_files_keep() + 2):  # enough old buckets that pruning removes some
+    for i in range(KEEP_BUCKETS + 2):  # enough old buckets that pruning removes some
         (v1 / f"planted{i}").symlink_to(tmp_path / "victim")
         os.utime(v1 / f"planted{i}", (old, old), follow_symlinks=False)
     (tree / "a.py").write_text(FIXABLE + "\n")  # a new project fingerprint: a new bucket, a prune
@@ -181,13 +182,7 @@ def test_a_planted_bucket_link_is_unlinked_not_followed(tmp_path):
     result = tcl("check", "--no-config", ".", cwd=tree)
     assert result.returncode == 1 and "cache disabled" not in result.stderr
     assert snapshot(tmp_path / "victim") == before
-    assert len([p for p in v1.iterdir() if p.is_symlink()]) < safe_files_keep() + 2
-
-
-def safe_files_keep():
-    from tcl.cache import KEEP_BUCKETS
-
-    return KEEP_BUCKETS
+    assert len([p for p in v1.iterdir() if p.is_symlink()]) < KEEP_BUCKETS + 2
 
 
 # -- item 6 (cache part): FIFOs and /dev/zero as entries -------------------------------------
