@@ -250,6 +250,9 @@ class Cache:
             problem = link_in_chain(root, ())
             if problem is not None:
                 raise Refused(problem)
+        problem = link_in_chain(root, (SCHEMA, SCAN_BUCKET))  # the most telling reason first
+        if problem is not None:
+            raise Refused(problem)
         if not is_tcl_cache_dir(root):
             if any(not CACHE_TEMP.fullmatch(entry.name) for entry in os.scandir(root)):
                 raise Refused(f"{root} is not a tcl cache (it holds files but no CACHEDIR.TAG written by "
@@ -258,9 +261,6 @@ class Cache:
         if not os.path.lexists(root / ".gitignore"):
             _write(root / ".gitignore", "# written by tcl: the cache is never committed\n*\n")
         make_real_dirs(root, (SCHEMA,))
-        problem = link_in_chain(root, (SCHEMA, SCAN_BUCKET))
-        if problem is not None:
-            raise Refused(problem)
         sweep_stale_temps(root, CACHE_TEMP)  # a tag or .gitignore write a killed run left
         sweep_stale_temps(root / SCHEMA / SCAN_BUCKET, CACHE_TEMP)
 
