@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
+
+from .safe_files import open_new, private_temp_dir, read_regular, remove_tree
 
 CHILD_TIMEOUT = int(os.environ.get("TCL_BENCH_TIMEOUT", "900"))  # seconds per file
 
@@ -49,10 +49,14 @@ def add_parser(commands) -> None:
 def cmd_bench(args) -> int:
     device = args.device
     results = []
-    with tempfile.TemporaryDirectory(prefix="tcl_bench_") as tmp:
-        for path in args.paths:
-            fixed = os.path.join(tmp, os.path.basename(path))
-            shutil.copyfile(path, fixed)
+    tmp = private_temp_dir("tcl_bench_")
+    try:
+        for number, path in enumerate(args.paths):
+            try:
+                fixed = copy_for_fixing(path, tmp, number)
+            except OSError as exc:
+                sys.stderr.write(f"{path}: cannot read: {exc.strerror or exc}\n")
+                continue
             fix = subprocess.run(
                 [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", fixed]
                 + (["--unsafe-fixes"] if args.unsafe_fixes else []),
@@ -80,6 +84,8 @@ def cmd_bench(args) -> int:
                 sys.stderr.write(f"{path}: benchmark failed: {tail}\n")
                 continue
             results.extend(json.loads(child.stdout))
+    finally:
+        remove_tree(tmp)
     print(format_table(results))
     if args.json_out:
         with open(args.json_out, "w") as handle:
@@ -87,6 +93,19 @@ def cmd_bench(args) -> int:
     if args.plot:
         plot(results, args.plot)
     return 0 if results else 1
+
+
+def copy_for_fixing(path: str, tmp: str, number: int) -> str:
+    """A copy of `path` that `tcl fix --apply` may rewrite: in its own directory of the private
+    `tmp` (two files of one name do not collide), created new, never through a link; the source
+    is read only if it is a regular file (a FIFO does not block)."""
+    directory = os.path.join(tmp, str(number))
+    os.mkdir(directory, 0o700)
+    fixed = os.path.join(directory, os.path.basename(path))
+    data = read_regular(path)
+    with open_new(fixed, "wb") as handle:
+        handle.write(data)
+    return fixed
 
 
 def format_table(results: list[dict]) -> str:

@@ -34,6 +34,12 @@ timeout or an internal error are never stored. Writes go to a temporary file in 
 directory and are moved into place with os.replace, so concurrent `-j` workers or concurrent
 tcl runs never see a half-written entry; an entry that cannot be read or decoded is a miss.
 The cache never executes anything it reads: entries are JSON.
+
+Every read, write and deletion goes through tcl.safe_files: the cache is used only when the
+root is tcl's (a new or empty directory, which gets tcl's CACHEDIR.TAG, or one that has it) and
+neither it nor `v1`, a bucket, a `<key[:2]>` directory or `scans` is a symlink; otherwise one
+stderr line says the cache is disabled and nothing in it is touched. Entries are read only as
+regular files of at most MAX_ENTRY_BYTES, never through a link.
 """
 
 from __future__ import annotations
@@ -42,9 +48,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -52,12 +56,19 @@ from typing import Any, Callable, Iterable
 from . import __version__
 from .engine import FileReport
 from .findings import FileError, Finding
+from .safe_files import (
+    CACHE_TEMP, CACHEDIR_TAG_TEXT, Refused, is_tcl_cache_dir, link_in_chain, make_real_dirs,
+    prune_children, read_regular, sweep_stale_temps, write_new_atomic,
+)
 
 CACHE_DIR_NAME = ".tcl_cache"
 SCHEMA = "v1"
 KEEP_BUCKETS = 8
 KEEP_SCANS = 8
 SCAN_BUCKET = "scans"
+# An entry is a few KB; a cap keeps a planted huge file (or a link to /dev/zero) from filling memory.
+MAX_ENTRY_BYTES = 64 << 20
+_DECODE_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 DependencyFingerprint = Callable[[str, str, str], str]
 
@@ -210,21 +221,58 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self.file_hash: Callable[[str], str | None] = lambda path: None  # set by the runner
-        self._dirs_made: set[Path] = set()
+        self._dirs_made: set[Path] = set()  # entry directories checked (and swept) this run
+        self._usable: bool | None = None
 
     # -- setup -------------------------------------------------------------------------
     def _prepare_root(self) -> bool:
-        try:
-            (self.root / SCHEMA).mkdir(parents=True, exist_ok=True)
-            ignore = self.root / ".gitignore"
-            if not ignore.exists():
-                _atomic_write(ignore, "# written by tcl: the cache is never committed\n*\n")
-            tag = self.root / "CACHEDIR.TAG"
-            if not tag.exists():
-                _atomic_write(tag, "Signature: 8a477f597d28d172789f06886806bc55\n# tcl cache directory\n")
-            return True
-        except OSError:
-            return False
+        """Whether the cache may be used: made or adopted once per Cache (see the docstring)."""
+        if self._usable is None:
+            try:
+                self._adopt_root()
+                self._usable = True
+            except Refused as refusal:
+                self._disable(str(refusal))
+            except OSError:
+                self._usable = False  # cannot be written (read-only file system): a slow run
+        return self._usable
+
+    def _adopt_root(self) -> None:
+        root = self.root
+        problem = link_in_chain(root, ())
+        if problem is not None:
+            raise Refused(problem)
+        if not os.path.lexists(root):
+            root.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.mkdir(root)
+            except FileExistsError:
+                pass
+            problem = link_in_chain(root, ())
+            if problem is not None:
+                raise Refused(problem)
+        problem = link_in_chain(root, (SCHEMA, SCAN_BUCKET))  # the most telling reason first
+        if problem is not None:
+            raise Refused(problem)
+        if not is_tcl_cache_dir(root):
+            if any(not CACHE_TEMP.fullmatch(entry.name) for entry in os.scandir(root)):
+                raise Refused(f"{root} is not a tcl cache (it holds files but no CACHEDIR.TAG written by "
+                              "tcl); give a new or empty directory")
+            _write(root / "CACHEDIR.TAG", CACHEDIR_TAG_TEXT)  # first: it is what makes the root tcl's
+        if not os.path.lexists(root / ".gitignore"):
+            _write(root / ".gitignore", "# written by tcl: the cache is never committed\n*\n")
+        make_real_dirs(root, (SCHEMA,))
+        sweep_stale_temps(root, CACHE_TEMP)  # a tag or .gitignore write a killed run left
+        sweep_stale_temps(root / SCHEMA / SCAN_BUCKET, CACHE_TEMP)
+
+    def _disable(self, reason: str) -> None:
+        """Stop using the cache, saying why once per process and root (a flake8 or pytest run
+        makes several Cache objects)."""
+        self._usable = False
+        self.bucket = None
+        if str(self.root) not in _DISABLED_SAID:
+            _DISABLED_SAID.add(str(self.root))
+            sys.stderr.write(f"tcl: cache disabled: {reason}; nothing in it is read, written or deleted\n")
 
     def open_bucket(self, settings: str) -> None:
         """Select (and make) the bucket for these settings; prune the least recently used ones."""
@@ -232,30 +280,43 @@ class Cache:
             self.bucket = None
             return
         self.bucket = self.root / SCHEMA / settings
+        problem = link_in_chain(self.root, (SCHEMA, settings))
+        if problem is not None:
+            self._disable(problem)
+            return
         try:
             if self.bucket.is_dir():
-                os.utime(self.bucket)  # most recently used
+                os.utime(self.bucket)  # most recently used (a real directory: checked above)
             else:
-                self.bucket.mkdir(exist_ok=True)
-                self._prune(self.root / SCHEMA, KEEP_BUCKETS, keep=self.bucket)
+                make_real_dirs(self.root, (SCHEMA, settings))
+                prune_children(self.root / SCHEMA, KEEP_BUCKETS, keep=(settings,), skip=(SCAN_BUCKET,))
+        except Refused as refusal:
+            self._disable(str(refusal))
         except OSError:
             pass
 
-    @staticmethod
-    def _prune(parent: Path, keep_count: int, keep: Path | None = None) -> None:
+    def _entry_dir_ok(self, directory: Path, make: bool) -> bool:
+        """Whether `<bucket>/<key[:2]>` is a real directory (made when `make`), checked once a run;
+        its stale temporary files are swept the first time."""
+        if directory in self._dirs_made:
+            return True
+        parts = (SCHEMA, directory.parent.name, directory.name)
         try:
-            children = [p for p in parent.iterdir() if p.name != SCAN_BUCKET and p != keep]
-            children.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+            problem = link_in_chain(self.root, parts)
+            if problem is not None:
+                raise Refused(problem)
+            if make:
+                make_real_dirs(self.root, parts)
+            elif not directory.is_dir():
+                return False
+        except Refused as refusal:
+            self._disable(str(refusal))
+            return False
         except OSError:
-            return
-        for old in children[max(keep_count - 1, 0):]:
-            if old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                try:
-                    old.unlink()
-                except OSError:
-                    pass
+            return False
+        sweep_stale_temps(directory, CACHE_TEMP)
+        self._dirs_made.add(directory)
+        return True
 
     # -- per-file reports ----------------------------------------------------------------
     def key(self, path: str, package: str, digest: str, source: str) -> str:
@@ -277,7 +338,9 @@ class Cache:
         if entry is None:
             return None
         try:
-            data = json.loads(entry.read_text(encoding="utf-8"))
+            if not self._entry_dir_ok(entry.parent, make=False):
+                raise FileNotFoundError(entry)
+            data = json.loads(_read_entry(entry))
             if data.get("key") != key or data.get("path") != path:
                 raise ValueError("entry for another file")
             for dependency, digest in data["dependency_hashes"].items():
@@ -285,7 +348,7 @@ class Cache:
                     self.misses += 1
                     return None
             report = report_from_json(path, data["report"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except _DECODE_ERRORS:
             self.misses += 1
             return None  # missing, corrupt, or from an incompatible schema: analyse again
         self.hits += 1
@@ -312,11 +375,8 @@ class Cache:
         except (TypeError, ValueError):
             return
         try:
-            parent = entry.parent
-            if parent not in self._dirs_made:
-                parent.mkdir(parents=True, exist_ok=True)
-                self._dirs_made.add(parent)
-            _atomic_write(entry, text)
+            if self._entry_dir_ok(entry.parent, make=True):
+                _write(entry, text)
         except OSError:
             pass
 
@@ -331,22 +391,25 @@ class Cache:
         entry = directory / f"{key}.json"
         result = None
         try:
-            data = json.loads(entry.read_text(encoding="utf-8"))
+            data = json.loads(_read_entry(entry))
             if data.get("key") == key:
                 from .project import ProjectScan
 
                 result = _from_fields(ProjectScan, data["scan"])
-                os.utime(entry)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError):
+                if os.utime in os.supports_follow_symlinks:
+                    os.utime(entry, follow_symlinks=False)
+        except (*_DECODE_ERRORS, ImportError):
             result = None
         if result is not None:
             return result
         result = compute()
         try:
             text = json.dumps({"key": key, "scan": _to_fields(result)}, separators=(",", ":"))
-            directory.mkdir(parents=True, exist_ok=True)
-            _atomic_write(entry, text)
-            self._prune(directory, KEEP_SCANS, keep=entry)
+            make_real_dirs(self.root, (SCHEMA, SCAN_BUCKET))
+            _write(entry, text)
+            prune_children(directory, KEEP_SCANS, keep=(entry.name,))
+        except Refused as refusal:
+            self._disable(str(refusal))
         except (OSError, TypeError, ValueError):
             pass
         return result
@@ -360,16 +423,14 @@ def project_fingerprint(scan_result) -> str:
         return _digest(repr(scan_result))
 
 
-def _atomic_write(target: Path, text: str) -> None:
-    """Write to a temporary file beside `target`, then rename over it (atomic on POSIX/NT)."""
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=str(target.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+_DISABLED_SAID: set[str] = set()
+
+
+def _read_entry(entry: Path) -> str:
+    """An entry's text: a regular file, not a link, at most MAX_ENTRY_BYTES (else OSError)."""
+    return read_regular(entry, follow_links=False, limit=MAX_ENTRY_BYTES).decode("utf-8")
+
+
+def _write(target: Path, text: str) -> None:
+    """Atomically, never through a link at `target` (see tcl.safe_files.write_new_atomic)."""
+    write_new_atomic(target, text.encode("utf-8"), temp_prefix=".tmp-", temp_suffix=".json")

@@ -114,13 +114,18 @@ class SourceError(Exception):
 
 
 def read_source(path: str) -> str:
-    """Decode like Python does (BOM, PEP 263 cookie), with one-line errors."""
+    """Decode like Python does (BOM, PEP 263 cookie), with one-line errors. Only a regular file
+    is read: one swapped for a FIFO or device after discovery is refused, never blocks."""
+    return decode_source(read_source_bytes(path))
+
+
+def read_source_bytes(path: str) -> bytes:
+    from .safe_files import read_regular
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        return read_regular(path)
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return decode_source(data)
 
 
 def decode_source(data: bytes) -> str:

@@ -33,6 +33,8 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 
+from .safe_files import open_new
+
 __all__ = ["RuntimeBreak", "FrameSkip", "OracleResult", "probe", "probe_source", "gb_id_of"]
 
 MODES = ("default", "eogb", "fullgraph")
@@ -536,7 +538,7 @@ def probe_source(source: str, entry: str, args_expr: str | None = None, **kw) ->
     # A private directory, removed as a whole, also takes any __pycache__ with it.
     with tempfile.TemporaryDirectory(prefix="tcl_oracle_") as tmp:
         path = os.path.join(tmp, name + ".py")
-        with open(path, "w", encoding="utf-8") as f:
+        with open_new(path) as f:  # tcl.safe_files: created new, never through a link
             f.write(source)
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)

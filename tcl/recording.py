@@ -73,6 +73,7 @@ class Recorder:
         self.handles: list = []
         self.archive = None
         self.temp = f"{path}.{self.pid}.tmp"
+        self.temp_file = None
         self.busy = False
 
     def start(self) -> None:
@@ -83,7 +84,8 @@ class Recorder:
 
         self.torch = torch
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        self.archive = zipfile.ZipFile(self.temp, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+        self.temp_file = _new_temp(self.temp)
+        self.archive = zipfile.ZipFile(self.temp_file, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
         is_compiling = torch.compiler.is_compiling
         recorder = self
 
@@ -218,8 +220,25 @@ class Recorder:
             index = _index(self.records, self.problems, self.rootdir, self.torch.__version__)
             _write_index(self.archive, index)
             self.archive.close()
+            self.temp_file.close()
             os.replace(self.temp, self.path)
         return index
+
+
+def _new_temp(temp: str):
+    """The recording's temporary file, created new and never through a link (the recording may
+    live in a checked-out tree, where a link could be planted at this predictable name). One that
+    a killed session left as a regular file is replaced."""
+    import stat
+
+    from .safe_files import open_new
+
+    try:
+        if stat.S_ISREG(os.lstat(temp).st_mode):
+            os.unlink(temp)
+    except FileNotFoundError:
+        pass
+    return open_new(temp, "wb")
 
 
 def _index(records, problems, rootdir, torch_version) -> dict:
@@ -242,7 +261,8 @@ def merge_parts(path: str, parts: list[str], rootdir: str) -> dict | None:
         return None
     records, problems, seen, version = [], [], set(), None
     temp = f"{path}.{os.getpid()}.tmp"
-    with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as out:
+    with _new_temp(temp) as temp_file, zipfile.ZipFile(temp_file, "w", compression=zipfile.ZIP_STORED,
+                                                       allowZip64=True) as out:
         for part in parts:
             with zipfile.ZipFile(part) as archive:
                 index = json.loads(archive.read("index.json"))

@@ -64,12 +64,13 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .safe_files import open_new, private_temp_dir, read_regular, remove_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 BACKENDS = ("inductor", "aot_eager", "eager")
@@ -198,8 +199,7 @@ def discover_sources(files: list[str]) -> list[Source]:
     sources = []
     for path in files:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            text = read_regular(path).decode("utf-8", "replace")
         except OSError:
             continue
         if _DEFINES_EXAMPLES.search(text):
@@ -337,10 +337,11 @@ class Runner:
             self.counter += 1
             stem = os.path.join(self.workdir, f"child{self.counter}")
         job = dict(job, events=stem + ".events.jsonl")
-        with open(stem + ".job.json", "w", encoding="utf-8") as f:
+        # Created new (O_EXCL|O_NOFOLLOW) in the private work directory: never through a link.
+        with open_new(stem + ".job.json") as f:
             json.dump(job, f)
-        open(job["events"], "w").close()
-        stderr = open(stem + ".stderr", "wb")
+        open_new(job["events"]).close()
+        stderr = open_new(stem + ".stderr", "wb")
         try:
             with self.lock:  # so that kill_all, once stopping is set, sees every child
                 if self.stopping:
@@ -657,8 +658,7 @@ class FileShape:
         self.code_lines: list[int] = []
         self.lines: list[str] = []
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_regular(path)
             tree = ast.parse(data, path)
         except (OSError, SyntaxError, ValueError):
             return
@@ -1128,7 +1128,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     jobs = args.jobs or (max(1, len(gpus)) if device == "cuda" else 1)
     user_files = sorted({os.path.realpath(path) for path in files})
-    workdir = tempfile.mkdtemp(prefix="tcl_verify_")
+    workdir = private_temp_dir("tcl_verify_")
     runner = Runner(args, device, gpus, user_files, workdir, jobs)
     interrupted = False
     try:
@@ -1218,6 +1218,4 @@ def _torch_metadata_version() -> str | None:
 
 
 def _remove_tree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+    remove_tree(path)

@@ -31,6 +31,7 @@ import traceback
 import warnings
 
 from tcl.oracle import unwrap_compiled
+from tcl.safe_files import open_append
 
 # Errors after which a CUDA context cannot be trusted: the rest of the examples go to a new child.
 _POISON = re.compile(
@@ -43,7 +44,7 @@ _MAX_TEXT = 400
 
 class _Events:
     def __init__(self, path: str) -> None:
-        self._file = open(path, "a", encoding="utf-8")
+        self._file = open_append(path)  # made by the parent in its private directory; never a link
 
     def emit(self, **fields) -> None:
         self._file.write(json.dumps(fields, default=str) + "\n")

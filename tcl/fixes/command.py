@@ -1,7 +1,9 @@
 """`tcl fix PATH... [--apply] [--diff] [--unsafe-fixes]`.
 
 Without --apply: print unified diffs (stdout; a clean patch, notes as `#` lines patch ignores)
-and write nothing. With --apply: rewrite files atomically, print the findings that remain.
+and write nothing. With --apply: rewrite files atomically, print the findings that remain;
+files tcl.safe_files refuses to rewrite (symlinks, hard links, read-only, another user's, out
+of the checked tree through a link) are one error line each unless --force-write.
 Fixes that are not applied (unsafe without --unsafe-fixes, suggestions) go to stderr with
 their own diffs. Exit status as `tcl check`, mirroring ruff: 0 nothing to fix and nothing
 left, 1 files changed (or would change) or findings remain, 2 errors.
@@ -30,6 +32,11 @@ def add_parser(commands, add_config_options) -> argparse.ArgumentParser:
     fix.add_argument("--diff", action="store_true", help="print unified diffs (the default without --apply)")
     fix.add_argument("--unsafe-fixes", action="store_true",
                      help="also apply fixes tcl cannot prove keep eager results identical")
+    fix.add_argument("--force-write", action="store_true",
+                     help="with --apply, also rewrite files that are refused by default: symlinks "
+                     "(the target is rewritten, the link kept), hard-linked files (the other names "
+                     "keep the old text), read-only files, other users' files and files reached "
+                     "through a directory symlink out of the checked paths")
     return fix
 
 
@@ -39,7 +46,7 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     from ..report import text_line
     from ..runner import _per_file_ignores, collect_files
     from .apply import fix_source
-    from .writer import ChangedOnDisk, read, write_atomic
+    from .writer import ChangedOnDisk, Refused, read, write_atomic
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -48,6 +55,10 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     analyzer = _analyzer(config, files)
     _note_cross_file_reach(analyzer, files)
     show_diff = args.diff or not args.apply
+    roots = _checked_roots(args.paths)
+    if args.apply:
+        _sweep_stale_temps(files, roots, err)
+    force = getattr(args, "force_write", False)
     changed_files = fixed = unsafe_pending = suggestions = 0
     remaining = []
     for path in files:
@@ -72,7 +83,10 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
                 out.write(result.diff())
             if args.apply:
                 try:
-                    write_atomic(path, source.encode(result.fixed), source.digest)
+                    write_atomic(path, source.encode(result.fixed), source.digest, roots=roots, force=force)
+                except Refused as refusal:
+                    errors.append(FileError(path, 0, f"not written: {refusal}; --force-write writes it anyway"))
+                    continue
                 except ChangedOnDisk:
                     errors.append(FileError(path, 0, "changed on disk since read, skipped"))
                     continue
@@ -109,6 +123,33 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if changed_files or remaining else EXIT_CLEAN
+
+
+def _checked_roots(paths: list[str]) -> list[str]:
+    """The real paths `fix --apply` may write below: each directory argument, and the directory
+    of each file argument (a file named explicitly may sit behind a directory link)."""
+    import os
+
+    roots = []
+    for path in paths:
+        directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        roots.append(os.path.realpath(directory))
+    return roots
+
+
+def _sweep_stale_temps(files: list[str], roots: list[str], err: TextIO) -> None:
+    """Remove the `.NAME.py.XXXXXXXX.tcl-fix` files an interrupted `fix --apply` left beside the
+    files it rewrote (only in directories inside the checked paths; see safe_files)."""
+    import os
+
+    from ..safe_files import FIX_TEMP, is_within, sweep_stale_temps
+
+    directories = dict.fromkeys(os.path.dirname(path) or "." for path in files)
+    for directory in directories:
+        if not any(is_within(os.path.realpath(directory), root) for root in roots):
+            continue
+        for removed in sweep_stale_temps(directory, FIX_TEMP):
+            err.write(f"tcl fix: removed {removed}, a temporary file an interrupted run left behind\n")
 
 
 def _note_cross_file_reach(analyzer, files) -> None:

@@ -1,28 +1,26 @@
-"""Reading a file for fixing and writing it back atomically.
+"""Reading a file for fixing and writing it back atomically (through tcl.safe_files).
 
 The new text goes to a temporary file in the same directory (same filesystem, so the final
-rename is atomic), is flushed and fsynced, and replaces the original with os.replace -- but
-only if the file on disk still has the bytes that were read (a SHA-256 compared right before the
-replace). An interrupted write leaves the original file untouched and no temporary behind.
+rename is atomic), is flushed and fsynced, gets the original's mode, owner and group, and
+replaces the original with os.replace -- but only if, right before the replace, the file on disk
+still has the bytes that were read (SHA-256) and is the file whose mode and owner were copied. An interrupted write
+leaves the original file untouched; a temporary file a SIGKILL leaves behind is removed by the
+next `tcl fix --apply`. Symlinks, hard links, read-only files, other users' files and files
+reached through a directory link out of the checked tree are refused unless forced.
 """
 
 from __future__ import annotations
 
 import codecs
-import contextlib
-import hashlib
 import io
-import os
-import shutil
-import tempfile
 import tokenize
 from dataclasses import dataclass
+from typing import Iterable
 
-from ..files import decode_source
+from ..files import decode_source, read_source_bytes
+from ..safe_files import ChangedOnDisk, Refused, replace_file, sha256
 
-
-class ChangedOnDisk(Exception):
-    pass
+__all__ = ["ChangedOnDisk", "Refused", "SourceFile", "current_digest", "digest", "read", "write_atomic"]
 
 
 @dataclass(frozen=True)
@@ -37,18 +35,12 @@ class SourceFile:
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data)
 
 
 def read(path: str) -> SourceFile:
     """Raises tcl.files.SourceError (one-line message) when the file cannot be read or decoded."""
-    from ..files import SourceError
-
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    data = read_source_bytes(path)
     text = decode_source(data)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -60,43 +52,16 @@ def read(path: str) -> SourceFile:
 
 
 def current_digest(path: str) -> str | None:
+    from ..files import SourceError
+
     try:
-        with open(path, "rb") as handle:
-            return digest(handle.read())
-    except OSError:
+        return digest(read_source_bytes(path))
+    except SourceError:
         return None
 
 
-def write_atomic(path: str, data: bytes, expected_digest: str) -> None:
-    """Replace `path` with `data` if it still hashes to `expected_digest`; else ChangedOnDisk."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tcl-fix", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(OSError):
-            shutil.copymode(path, temporary)  # keep the original's permissions
-        if current_digest(path) != expected_digest:
-            raise ChangedOnDisk(path)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make the rename itself durable (POSIX; a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def write_atomic(path: str, data: bytes, expected_digest: str, *, roots: Iterable[str] | None = None,
+                 force: bool = False) -> None:
+    """Replace `path` with `data` if it still hashes to `expected_digest`; else ChangedOnDisk.
+    Refused: a file tcl does not rewrite unless `force` (tcl.safe_files.write_refusal)."""
+    replace_file(path, data, expected_digest, roots=roots, force=force)
