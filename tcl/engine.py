@@ -211,6 +211,7 @@ class Analyzer:
         if noqa.suppressed(candidate.rule.code, start.line, end.line):
             return None
         message, note = _message(candidate)
+        evidence = _evidence_text(candidate.evidence, ranges)
         return Finding(
             code=candidate.rule.code,
             path=path,
@@ -225,7 +226,32 @@ class Analyzer:
             fix=candidate.rule.fix,
             reached_from=reached_from,
             function=candidate.function.qualname if reached_from else "",
+            evidence=evidence,
         )
+
+
+EVIDENCE_CODE_CHARS = 40  # longer origins are cut: the clause must keep the first line short
+
+
+def _evidence_text(evidence, ranges) -> str:
+    """`scale: x.sum() at line 12`, `mask: parameter, assumed a tensor`: which value a finding
+    judged tensor data, and why, so a wrong inference shows at a glance."""
+    if evidence is None:
+        return ""
+    name, origin, basis = evidence
+    if basis == "assigned" and origin is not None:
+        code = " ".join(cst.Module([]).code_for_node(origin).split())
+        if len(code) > EVIDENCE_CODE_CHARS:
+            code = code[: EVIDENCE_CODE_CHARS - 3] + "..."
+        where = ranges.get(origin)
+        return f"{name}: {code}" + (f" at line {where.start.line}" if where is not None else "")
+    if basis == "attribute":
+        return f"{name}: a tensor attribute of the module"
+    if basis == "local":
+        return f"{name}: tensor data"
+    if basis == "call":
+        return f"{name} returns tensor data"
+    return f"{name}: {basis}"
 
 
 def _message(candidate: Candidate) -> tuple[str, str]:

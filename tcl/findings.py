@@ -26,6 +26,9 @@ class Finding:
     # The rest of the rule's message, as written after `message` in one-line outputs (": every
     # call compiles again ..." or " (inside a for loop: ...)"); text output gives it a line.
     note: str = ""
+    # Which value was judged tensor data and why (`scale: x.sum() at line 12`), for the rules
+    # about tensor data; shown in parentheses after the message.
+    evidence: str = ""
     function: str = ""  # the helper the finding is in, when it is reached from compiled code elsewhere
 
     @property

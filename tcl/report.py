@@ -17,7 +17,11 @@ def finding_text(finding: Finding) -> str:
 
 def _message_text(finding: Finding) -> str:
     context = f" ({finding.context})" if finding.context else ""
-    return f"{finding.full_message}{context}{_gb(finding)} -> {finding.fix}"
+    return f"{finding.message}{_evidence(finding)}{finding.note}{context}{_gb(finding)} -> {finding.fix}"
+
+
+def _evidence(finding: Finding) -> str:
+    return f" ({finding.evidence})" if finding.evidence else ""
 
 
 def _gb(finding: Finding) -> str:
@@ -29,15 +33,20 @@ def text_line(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.col}: {finding_text(finding)}"
 
 
-def concise_line(finding: Finding) -> str:
-    """`path:line:col: TCL101 message [GB0059]`: the first line of a finding in `tcl check`'s text."""
-    return f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}{_gb(finding)}"
+def concise_line(finding: Finding, evidence: bool = True) -> str:
+    """`path:line:col: TCL201 message (scale: x.sum() at line 12) [GB0170]`: one line a finding;
+    without `evidence`, the first line of a finding in `tcl check`'s text."""
+    why = _evidence(finding) if evidence else ""
+    return f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}{why}{_gb(finding)}"
 
 
 def text_block(finding: Finding) -> str:
-    """The concise line, then what it costs, the fix and, for a helper, where compiled code
-    reaches it, each on an indented line of its own so the first line stays short for a terminal."""
-    lines = [concise_line(finding)]
+    """The finding's first line, then which value was judged tensor data and why, what it costs,
+    the fix and, for a helper, where compiled code reaches it, each on an indented line of its
+    own so the first line stays short for a terminal."""
+    lines = [concise_line(finding, evidence=False)]
+    if finding.evidence:
+        lines.append(f"    judged tensor data: {finding.evidence}")
     if finding.note:
         lines.append(f"    {finding.note_text}")
     lines.append(f"    fix: {finding.fix}")

@@ -56,6 +56,9 @@ class Candidate:
     message: str
     gb: str | None
     amplifier: str | None  # "for loop", "with block", "try block" when the frame falls back
+    # The value judged tensor data and where it comes from (rules with `explains_value`):
+    # (its text, the expression last assigned to it or None, how it got its kind).
+    evidence: tuple[str, cst.CSTNode | None, str] | None = None
 
 
 class CallSite(NamedTuple):
@@ -148,6 +151,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.env: dict[str, Kind] = dict(param_kinds)
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
+        self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind)
         self.resolve_call = resolve_call
         self.result = FunctionResult()
@@ -195,11 +199,53 @@ class FunctionWalker(cst.CSTVisitor):
 
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None) -> None:
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
+        evidence = self._evidence(node) if getattr(rule, "explains_value", False) else None
         self.result.candidates.append(
-            Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier)
+            Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier,
+                      evidence)
         )
         if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and self._unconditional(node):
             self._graph_ends()
+
+    def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
+        """The first name or `self.attr` in `node` (source order) that holds tensor data, with
+        its origin: an assignment in this function, a parameter (assumed a tensor, or given
+        one), or a module attribute."""
+        stack = [node]
+        first_call = None  # `torch.isfinite(total)` when no name in it is known tensor data
+        while stack:
+            current = stack.pop()
+            if first_call is None and isinstance(current, cst.Call) and dotted(current.func) \
+                    and is_tensor(self.kind(current)):
+                first_call = current
+            text = dotted(current) if isinstance(current, (cst.Name, cst.Attribute)) else None
+            if isinstance(current, cst.Attribute) and not (text or "").startswith(SELF + "."):
+                text = None  # `loss.item`, `x.shape`: look at the receiver
+            if text and is_tensor(self.kind(current)):
+                if isinstance(current, cst.Attribute):
+                    return text, None, "attribute"
+                name = current.value
+                if name in self.origins:
+                    return text, self.origins[name], "assigned"
+                if name in self.parameters and name not in self.assigned:
+                    return text, None, self._parameter_basis(name)
+                return text, None, "local"
+            if isinstance(current, (cst.Lambda, cst.FunctionDef)):
+                continue
+            stack.extend(reversed([c for c in current.children if isinstance(c, cst.CSTNode)]))
+        if first_call is not None:
+            return f"{dotted(first_call.func)}()", None, "call"
+        return None
+
+    def _parameter_basis(self, name: str) -> str:
+        if not self.is_entry:
+            return "parameter, tensor data at its call sites"
+        param = next((p for p in _all_params(self.function.node.params) if p.name.value == name), None)
+        if param is not None and param.annotation is not None:
+            return "parameter, annotated a tensor"
+        if body_evidence(self.function).get(name) == "tensor":
+            return "parameter, used as a tensor"
+        return "parameter, assumed a tensor"
 
     def crossed_break(self, node: cst.BaseExpression) -> bool:
         """A name whose value was live at an earlier default-mode graph break in this function:
@@ -455,6 +501,7 @@ class FunctionWalker(cst.CSTVisitor):
         return name in self.assigned
 
     def _assign_name(self, name: str, kind: Kind) -> None:
+        self.origins.pop(name, None)
         self.env[name] = kind
         self.assigned.add(name)
         self.crossed.discard(name)
@@ -464,6 +511,8 @@ class FunctionWalker(cst.CSTVisitor):
     def _bind_target(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
         if isinstance(target, cst.Name):
             self._assign_name(target.value, kind)
+            if value is not None:
+                self.origins[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
             values = None

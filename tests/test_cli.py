@@ -58,8 +58,10 @@ def test_text_output_and_exit_status(tree):
     lines = result.stdout.splitlines()
     assert lines[0] == PRINT_LINE
     assert lines[1] == f"    fix: {PRINT_FIX}"
-    assert lines[2].startswith("pkg/model.py:7:8: TCL201 ") and lines[3].startswith("    fix: ")
-    assert lines[4:] == ["Found 2 findings in 1 file (checked 2 files)"]
+    assert lines[2] == "pkg/model.py:7:8: TCL201 Python branch on tensor data (if) breaks the graph [GB0170]"
+    assert lines[3] == "    judged tensor data: x: parameter, used as a tensor"  # why x is tensor data
+    assert lines[4].startswith("    fix: ")
+    assert lines[5:] == ["Found 2 findings in 1 file (checked 2 files)"]
 
 
 def test_concise_and_flake8_formats(tree):

@@ -276,11 +276,12 @@ def test_calls_are_followed_across_files(tmp_path):
     lines = [line.split(" -> ")[0] for line in result.stdout.splitlines()]
     assert lines == [
         "pkg/layers/norms.py:8:8: TCL201 Python branch on tensor data (if) breaks the graph"
+        " (scale: torch.rsqrt(x.pow(2).mean(-1, keepdim... at line 7)"
         " (in rms_norm, reached from Block.forward, Model.forward) [GB0170]",
         "pkg/layers/norms.py:9:9: TCL101 print() inside a compiled region breaks the graph"
         " (in rms_norm, reached from Block.forward, Model.forward) [GB0170]".replace("GB0170", "GB0059"),
         "pkg/utils.py:2:12: TCL402 formatting a tensor into a string breaks the graph where the string is used"
-        " (in describe, reached from Block.forward, Model.forward) [GB0088]",
+        " (t: parameter, tensor data at its call sites) (in describe, reached from Block.forward, Model.forward) [GB0088]",
     ], result.stdout + result.stderr
 
 

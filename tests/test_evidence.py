@@ -68,3 +68,27 @@ def test_forward_parameters_used_as_python_values_are_not_tensor_data():
     # `n` feeds range(): a Python int (its loop is a recompile hazard, TCL502, not a break);
     # `gate` has tensor evidence (.sum()), so its branch is still a break.
     assert sorted((f.code, f.line) for f in report.findings) == [("TCL201", 18), ("TCL502", 11)]
+
+
+def test_findings_name_the_value_judged_tensor_data_and_why():
+    source = textwrap.dedent('''\
+        import torch
+
+
+        @torch.compile
+        def fn(x, k=None):
+            scale = x.sum()
+            if scale > 0:
+                x = x * 2
+            if k:
+                x = x + 1
+            if torch.isfinite(torch.ones(1)).all():
+                x = x - 1
+            return x
+    ''')
+    report = Analyzer(Config()).check_source(source, "m.py")
+    assert [(f.line, f.evidence) for f in report.findings if f.code == "TCL201"] == [
+        (7, "scale: x.sum() at line 6"),
+        (9, "k: parameter, assumed a tensor"),  # no evidence in the body: said so
+        (11, "torch.isfinite() returns tensor data"),
+    ]

@@ -87,6 +87,8 @@ class Rule:
     # A recompile rule whose hazard survives automatic dynamic shapes: each new value compiles
     # again (its examples' tests: INVALID compiles once per call, VALID at most twice).
     persistent: ClassVar[bool] = False
+    # A rule about tensor data: its findings name the value judged tensor data and why.
+    explains_value: ClassVar[bool] = False
     # Where the compiler reports the break relative to the finding (f-strings: at the use).
     runtime_line_offset: ClassVar[int] = 0
     # `tcl fix`: fixer(finding, node, ctx) -> tcl.fixes.Fix | None (see tcl/fixes/).

@@ -18,6 +18,7 @@ TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
 
 class DataDependentBranch(Rule):
     code = "TCL201"
+    explains_value = True
     fixer = staticmethod(fix_branch)
     name = "data-dependent-branch"
     message = "Python branch on tensor data ({construct}) breaks the graph"
@@ -261,6 +262,7 @@ def _in_test_position(ctx) -> bool:
 
 class TensorAssertWithMessage(Rule):
     code = "TCL202"
+    explains_value = True
     fixer = staticmethod(fix_assert_message)
     name = "assert-on-tensor-with-message"
     message = "assert on tensor data with a non-constant message breaks the graph"
@@ -300,6 +302,7 @@ def fn(x):
 
 class ItemCall(Rule):
     code = "TCL203"
+    explains_value = True
     fixer = staticmethod(fix_scalar_test)
     name = "tensor-item"
     message = ".item() reads tensor data into Python and breaks the graph"
@@ -339,6 +342,7 @@ def fn(x):
 
 class ScalarConversion(Rule):
     code = "TCL204"
+    explains_value = True
     fixer = staticmethod(fix_scalar_test)
     name = "tensor-to-python-scalar"
     message = "{name}() of a tensor reads its data into Python and breaks the graph"
@@ -372,6 +376,7 @@ def fn(x):
 
 class TolistCall(Rule):
     code = "TCL205"
+    explains_value = True
     name = "tensor-tolist"
     message = ".tolist() reads tensor data into Python and breaks the graph"
     fix = "keep the data in tensors (index, gather, torch.split with a tensor of sizes) instead of Python lists"
@@ -428,6 +433,7 @@ class TensorAsSize(Rule):
     _walk = None  # the walker of the function being checked, and the names read as sizes in it
     _read: set = frozenset()
     code = "TCL206"
+    explains_value = True
     name = "tensor-as-python-size"
     message = "tensor data used as {what}: Dynamo reads it into a Python int and breaks the graph"
     fix = (
@@ -579,6 +585,7 @@ def fn(x, mask):
 
 class SequenceCompareWithTensor(Rule):
     code = "TCL207"
+    explains_value = True
     name = "sequence-compare-with-tensor"
     message = "comparing a list/tuple that holds tensor data ({what}) breaks the graph"
     fix = (

@@ -17,6 +17,7 @@ DYNAMIC_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutiv
 
 class DynamicOutputShape(Rule):
     code = "TCL301"
+    explains_value = True
     name = "data-dependent-output-shape"
     message = "{op} has an output shape that depends on tensor data and breaks the graph"
     fix = (

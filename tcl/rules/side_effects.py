@@ -368,6 +368,15 @@ def fn(cost):
         elif name.startswith(self.SKIPPED_PACKAGES):
             ctx.report(self, node, self.message.format(name=name))
 
+    @staticmethod
+    def owned_elsewhere() -> frozenset[str]:
+        """Calls another rule reports with a more precise message (RNG state: TCL412; context
+        managers: TCL411): one finding per call."""
+        from .catalog import INITIAL_SEED_FUNCTIONS, RNG_STATE_FUNCTIONS
+        from .unsupported import UNSUPPORTED_CONTEXT_MANAGERS
+
+        return RNG_STATE_FUNCTIONS | INITIAL_SEED_FUNCTIONS | UNSUPPORTED_CONTEXT_MANAGERS
+
     @classmethod
     def breaking_calls(cls, release: tuple[int, int]) -> dict[str, str]:
         """{qualname: GB id} of the calls that break on this release: measured on the compiler by
@@ -379,7 +388,8 @@ def fn(cost):
 
             facts = torch_facts.facts_for(release)
             if facts is not None and facts.release == release and facts.skipped_calls is not None:
-                found = dict(facts.skipped_calls)
+                owned = cls.owned_elsewhere()
+                found = {name: gb for name, gb in facts.skipped_calls.items() if name not in owned}
             else:
                 found = {name: "GB0007" for name, spec in cls.SKIPPED.items() if version_matches(spec, release)}
             _BREAKING_CALLS[release] = found

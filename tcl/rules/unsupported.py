@@ -13,6 +13,7 @@ from .recompiles import live_nodes
 
 class TensorToString(Rule):
     code = "TCL401"
+    explains_value = True
     name = "tensor-to-string"
     message = "{name}() of a tensor reads its data and breaks the graph"
     fix = "format shapes or dtypes instead of values, or move the formatting out of the compiled region"
@@ -23,7 +24,7 @@ import torch
 
 @torch.compile
 def fn(x):
-    tag = str(x.shape) + repr(x.dtype)
+    tag = str(x.ndim) + repr(x.dtype)
     return x + len(tag)
 ''')]
     INVALID = [Example('''
@@ -44,6 +45,7 @@ def fn(x):
 
 class TensorFormatting(Rule):
     code = "TCL402"
+    explains_value = True
     name = "tensor-in-format-string"
     message = "formatting a tensor into a string breaks the graph where the string is used"
     fix = "format shapes or dtypes instead of values, or move the formatting out of the compiled region"
