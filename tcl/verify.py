@@ -827,7 +827,7 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persisten
         # A finding on the function's header (`@torch.compile(dynamic=False)`): the hazard is
         # the frame's static shapes, so any size guard of that frame is the predicted one.
         return "size mismatch" in reason or "stride mismatch" in reason
-    if persistent and not rec.get("expected") and "size mismatch" in reason:
+    if persistent and not rec.get("expected") and ("size mismatch" in reason or rec["line"] == line):
         return True
     guard = re.sub(r"'[^']*'|\"[^\"]*\"", "", reason.split(": ", 1)[-1].split(" # ", 1)[0])
     text = file.line_text(line)
