@@ -70,9 +70,12 @@ async def open_document(client: LanguageClient, path, text: str) -> tuple[str, l
 
 
 async def code_actions(client: LanguageClient, uri: str, range_: types.Range, diagnostics=(), only=None):
-    return await client.text_document_code_action_async(types.CodeActionParams(
+    """The actions at `range_`, each with its edit: resolved (codeAction/resolve) as VS Code
+    does when the user picks one, since the server leaves edits to resolve for such clients."""
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=range_,
         context=types.CodeActionContext(diagnostics=list(diagnostics), only=only)))
+    return [await client.code_action_resolve_async(a) if a.edit is None else a for a in actions or []]
 
 
 def apply_edit(text: str, edit: types.WorkspaceEdit) -> str:
