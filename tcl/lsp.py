@@ -5,7 +5,8 @@ included), `[tool.tcl]` settings of the document's nearest pyproject.toml, `# no
 per-file-ignores. Quick fixes are `tcl fix`'s rewrites.
 
 Reach across files: the document is analysed as one file of its project (tcl.project_root:
-the nearest directory above it with a pyproject.toml, setup.cfg or .git), with the same facts
+the nearest directory above it with a pyproject.toml, setup.cfg or .git; else its own
+directory), with the same facts
 as `tcl check` run on the whole project: its nn.Module classes, helpers in other files that
 the open code calls (read from disk), and the reverse direction: helpers in this file that
 another file's compiled code calls are analysed as that code calls them (the calling files are
@@ -43,7 +44,7 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .config import Config, ConfigError, find_pyproject, load
 from .engine import Analyzer, NodeReport, parse_source
-from .files import DEFAULT_EXCLUDES, Excluder, SourceError, package_of, read_source
+from .files import DEFAULT_EXCLUDES, Excluder, package_of
 from .findings import ERROR, Finding
 from .fixes.apply import apply_fixes, collect_fixes, fix_source, torch_bound
 from .fixes.base import SAFE, UNSAFE, Fix
@@ -52,7 +53,7 @@ from .incremental_parse import StatementMemo
 from .lsp_io import serve_stdio
 from .lsp_worker import AnalysisWorker, OverBudget, Superseded
 from .project import ProjectScan, scan
-from .project_root import project_root, reaching_files
+from .project_root import forget_roots, note_reach_into, project_root
 from .report import finding_text, gb_url
 from .runner import _per_file_ignores, collect_files
 
@@ -98,21 +99,10 @@ class _Project:
         return tuple(_per_file_ignores(os.path.relpath(path, base), self.config)) if self.config else ()
 
     def note_reach_into(self, path: str) -> None:
-        """Analyse (once) the project's files that may call into `path`, so that the helpers
-        they reach there are analysed as entries, with the arguments those callers pass."""
-        if path in self.reached:
-            return
-        self.reached.add(path)
-        analyzer = self.analyzer
-        for caller in reaching_files([path], self.files):
-            if caller in self.noted:
-                continue
-            self.noted.add(caller)
-            try:
-                source = read_source(caller)
-            except SourceError:
-                continue
-            analyzer.note_reached(analyzer.check_source_with_nodes(source, caller, package_of(caller)))
+        """Once per file: helpers there that other files' compiled code reaches (project_root)."""
+        if path not in self.reached:
+            self.reached.add(path)
+            note_reach_into(self.analyzer, path, self.files, self.noted)
 
 
 @dataclass
@@ -161,7 +151,7 @@ class TclServer(LanguageServer):
     # -- where a document belongs (runs on the analysis thread) -------------------------------
     def project_for(self, path: str) -> _Project:
         pyproject = find_pyproject(Path(path))
-        root = project_root(path)
+        root = project_root(path) or os.path.dirname(path)
         stamp = _mtime(pyproject)
         cached = self.projects.get(root)
         if cached is not None and cached.pyproject == pyproject and cached.stamp == stamp:
@@ -179,6 +169,7 @@ class TclServer(LanguageServer):
 
     def forget(self, path: str) -> None:
         """A file was saved: helpers, base classes and settings read from disk may have changed."""
+        forget_roots()
         for root in [r for r in self.projects if _inside(path, r)]:
             del self.projects[root]
         self.analysed.clear()
