@@ -22,6 +22,7 @@ import libcst as cst
 # its end owns its trailing comments exactly as it does when another statement follows it.
 _SENTINEL = "pass\n"
 _INDENTED_COMMENT = re.compile(r"[ \t]+#")
+_INDENTED = re.compile(r"^[ \t]+[^ \t#\r\n]", re.MULTILINE)
 MAX_REMEMBERED = 4096  # pieces kept; more means many files or a long session: start over
 
 
@@ -33,16 +34,16 @@ class StatementMemo:
         self.parsed = 0  # pieces parsed (misses), for tests and the benchmark
         self.reused = 0
 
-    def piece(self, text: str, first: bool, last: bool) -> tuple[cst.Module, list | None]:
-        """The piece parsed on its own, and its statements as the whole module has them
-        (None: the cut gave a comment to another owner than libcst would)."""
+    def piece(self, text: str, first: bool, last: bool) -> tuple[cst.Module, list | None, bool]:
+        """The piece parsed on its own, its statements as the whole module has them (None: the
+        cut gave a comment to another owner than libcst would), and whether it has indented code."""
         key = (text, first, last)
         kept = self.pieces.get(key)
         if kept is None:
             if len(self.pieces) >= MAX_REMEMBERED:
                 self.pieces.clear()
             module = cst.parse_module(text if last else text + _SENTINEL)
-            kept = self.pieces[key] = (module, _statements(module, first, last))
+            kept = self.pieces[key] = (module, _statements(module, first, last), bool(_INDENTED.search(text)))
             self.parsed += 1
         else:
             self.reused += 1
@@ -71,11 +72,18 @@ def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMem
     header: tuple = ()
     footer: tuple = ()
     first_module = last_module = None
+    default_indent = None  # the whole module's: libcst takes the file's first indentation
     for number, text in enumerate(chunks):
         first, last = number == 0, number == len(chunks) - 1
-        module, statements = memo.piece(text, first, last)
+        module, statements, indented = memo.piece(text, first, last)
         if statements is None:
             return cst.parse_module(source)
+        if indented:
+            # A block records its indentation only where it differs from the module's default,
+            # and a piece's default is its own first indentation: they must agree.
+            default_indent = default_indent or module.default_indent
+            if module.default_indent != default_indent:
+                return cst.parse_module(source)
         if first:
             header, first_module = module.header, module
         if last:
@@ -83,7 +91,7 @@ def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMem
         body.extend(statements)
     return cst.Module(
         body=tuple(body), header=header, footer=footer, encoding=first_module.encoding,
-        default_indent=_default_indent(chunks, memo), default_newline=first_module.default_newline,
+        default_indent=default_indent or "    ", default_newline=first_module.default_newline,
         has_trailing_newline=last_module.has_trailing_newline,
     )
 
@@ -91,14 +99,6 @@ def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMem
 def _is_sentinel(statement) -> bool:
     return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
             and isinstance(statement.body[0], cst.Pass) and not statement.leading_lines)
-
-
-def _default_indent(chunks: list[str], memo: StatementMemo) -> str:
-    """The whole module's: libcst takes the first indentation in the file."""
-    for number, text in enumerate(chunks):
-        if re.search(r"^[ \t]+[^ \t#\r\n]", text, re.MULTILINE):
-            return memo.piece(text, number == 0, number == len(chunks) - 1)[0].default_indent
-    return "    "
 
 
 def _chunks(source: str, tree: ast.Module | None) -> list[str] | None:

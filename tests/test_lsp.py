@@ -232,3 +232,68 @@ def test_server_side_never_imports_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- robustness: raw bytes on the server's stdin ---------------------------------------------------
+
+
+def raw_client(cwd):
+    """The benchmark's hand-rolled client (bench/lsp_bench.py): raw frames, no pygls between."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("lsp_bench", Path(__file__).resolve().parent.parent / "bench" / "lsp_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.Client([sys.executable, "-m", "tcl", "lsp"], None, cwd)
+
+
+def test_a_frame_without_content_length_does_not_make_the_server_deaf(tmp_path):
+    client = raw_client(tmp_path)
+    try:
+        # No Content-Length: the body shares a line with the next frame's header.
+        client.process.stdin.write(b'\r\n{"jsonrpc": "2.0", "id": 99, "method": "initialize", "params": {}}')
+        client.process.stdin.flush()
+        seconds, result = client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}},
+                                         timeout=30)
+        assert result["serverInfo"]["name"] == "tcl"
+        client.notify("initialized", {})
+        # And after stray header lines and a body that is not JSON, the next request is answered.
+        client.process.stdin.write(b"Content-Type: application/vscode-jsonrpc\r\nnot a header at all\r\n")
+        client.process.stdin.write(b"Content-Length: 9\r\n\r\nnot json!")
+        client.process.stdin.flush()
+        _, answer = client.request("textDocument/codeAction", {
+            "textDocument": {"uri": (tmp_path / "none.py").as_uri()},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": []}}, timeout=30)
+        assert answer == []
+    finally:
+        client.close()
+
+
+def test_a_huge_document_does_not_block_the_next_request(tmp_path):
+    import time
+
+    client = raw_client(tmp_path)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}, timeout=30)
+        client.notify("initialized", {})
+        huge = tmp_path / "huge.py"
+        text = "import torch\n\n@torch.compile\ndef step(x):\n" + "    x = x + 1\n" * 100_000 + "    return x\n"
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": huge.as_uri(), "languageId": "python", "version": 1, "text": text}})
+        small = tmp_path / "small.py"
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": small.as_uri(), "languageId": "python", "version": 1, "text": HAZARD}})
+        started = time.perf_counter()
+        published: dict[str, tuple[float, list]] = {}
+        while len(published) < 2:
+            arrived, message = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics", 60)
+            published[message["params"]["uri"]] = (arrived - started, message["params"]["diagnostics"])
+        seconds, diagnostics = published[small.as_uri()]
+        assert seconds < 5, "the huge document held up the next one"
+        assert [d["code"] for d in diagnostics] == ["TCL101", "TCL201"]
+        _, notes = published[huge.as_uri()]
+        assert [d["code"] for d in notes] == ["TCL000"] and "tcl check" in notes[0]["message"]
+    finally:
+        client.close()
