@@ -209,6 +209,48 @@ async def test_unsafe_fix_is_not_offered(client: LanguageClient, project):
     assert not await code_actions(client, uri, diagnostics[0].range, diagnostics)
 
 
+async def published_version(client: LanguageClient, uri: str, version: int) -> list[types.Diagnostic]:
+    while True:
+        params = await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri and params.version == version:
+            return list(params.diagnostics)
+
+
+def cli_lines(diagnostics, name: str) -> list[str]:
+    return [f"{name}:{d.range.start.line + 1}:{d.range.start.character + 1}: {d.code} {d.message}" for d in diagnostics]
+
+
+@on_one_server
+async def test_after_edits_of_a_large_file_diagnostics_are_what_tcl_check_reports(client: LanguageClient, project):
+    """The incremental re-check (memoized parse, walks, positions) against `tcl check` of the
+    same text, after edits of each kind; with a loose bound on the time a re-check takes."""
+    import importlib.util
+    import time
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("lsp_bench", Path(__file__).resolve().parent.parent / "bench" / "lsp_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = project / "large.py"
+    text = bench.model_text()
+    uri, diagnostics = await open_document(client, path, text)
+    assert cli_lines(diagnostics, "large.py") == tcl("check", "--no-cache", "large.py", cwd=project).stdout.splitlines()
+    waits = []
+    for number in range(6):
+        text = bench.edited(text, number)
+        started = time.perf_counter()
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=number + 2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        diagnostics = await published_version(client, uri, number + 2)
+        waits.append(time.perf_counter() - started)
+        path.write_text(text)
+        assert cli_lines(diagnostics, "large.py") == tcl("check", "--no-cache", "large.py", cwd=project).stdout.splitlines()
+    # About 0.4 s on a quiet 2-core machine, debounce included; the bound only catches a
+    # re-check that analyses the whole file from scratch many times over.
+    assert sorted(waits)[len(waits) // 2] < 3.0, waits
+
+
 def test_without_pygls_one_line_and_exit_2():
     code = "import sys; sys.modules['pygls'] = None; from tcl.cli import main; sys.exit(main(['lsp']))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
