@@ -210,7 +210,7 @@ class Run:
             seconds, actions = code_action(self.client, self.uri, self.last[(number * 5) % len(self.last)])
             self.actions.append(seconds)
             quick = [a for a in actions if a.get("kind") == "quickfix"]
-            if quick:  # the user picks the first quick fix: its edit is made now
+            if quick and "edit" not in quick[0]:  # the user picks the first quick fix: its edit is made now
                 seconds, resolved = self.client.request("codeAction/resolve", quick[0])
                 assert resolved.get("edit"), resolved
                 self.resolves.append(seconds)

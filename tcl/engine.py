@@ -258,10 +258,16 @@ SETTLED_LIMIT = 20_000  # settled helper results kept per process
 
 
 def _recorded(question: str, answer, asked: list):
-    """`answer`, noting each question and its answer for the edit memo."""
+    """`answer`, noting each question and its answer for the edit memo. A walk asks the same
+    question many times with the same answer (nothing it depends on changes during one walk):
+    each is noted once."""
+    seen: set[int] = set()
+
     def ask(argument):
         reply = answer(argument)
-        asked.append((question, argument, list(reply) if isinstance(reply, list) else reply))
+        if id(argument) not in seen:
+            seen.add(id(argument))
+            asked.append((question, argument, list(reply) if isinstance(reply, list) else reply))
         return reply
     return ask
 

@@ -29,7 +29,7 @@ from libcst._position import CodePosition, CodeRange
 
 from .incremental_parse import StatementMemo
 from .module_index import ModuleIndex
-from .positions import _RangeSink, _ast_def_starts, _function_ranges, statement_ranges
+from .positions import _RangeSink, _ast_def_starts, _function_ranges, _state
 
 # A function is walked a few times during a fixpoint (callee results arrive, callers' argument
 # kinds change); each of those walks is kept, so that the next check's fixpoint finds them all.
@@ -55,6 +55,7 @@ class EditMemo:
     walks: dict[int, list[_Walk]] = field(default_factory=dict)  # id(FunctionInfo) -> walks
     ranges: dict[int, tuple] = field(default_factory=dict)  # id(function node) -> ranges at a line
     node_texts: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)  # id(node) -> its code
+    statement_facts: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)  # -> _statement_facts
     compile_calls: dict = field(default_factory=dict)  # for module_index.collect_compile_calls
     walked = 0  # walks run (misses) and reused (hits), for tests and the benchmark
     reused = 0
@@ -90,12 +91,12 @@ class EditMemo:
         if cached is not None:
             return cached
         digest = hashlib.sha1()
-        if len(self.node_texts) > MAX_FACTS:
-            self.node_texts.clear()
+        if len(self.statement_facts) > MAX_FACTS:
+            self.statement_facts.clear()
         for statement in index.module.body:
-            kept = self.node_texts.get(id(statement))
+            kept = self.statement_facts.get(id(statement))
             if kept is None or kept[0] is not statement:
-                kept = self.node_texts[id(statement)] = (statement, _node_texts(index.module, statement))
+                kept = self.statement_facts[id(statement)] = (statement, _statement_facts(index.module, statement))
             digest.update(kept[1].encode("utf-8", "surrogatepass"))
         for cls in index.classes.values():
             digest.update(repr((cls.name, cls.bases, cls.is_module, sorted(cls.buffers))).encode())
@@ -107,6 +108,8 @@ class EditMemo:
         return index._tcl_facts
 
     def _code(self, module: cst.Module, node: cst.CSTNode) -> str:
+        if len(self.node_texts) > MAX_FACTS:
+            self.node_texts.clear()
         kept = self.node_texts.get(id(node))
         if kept is None or kept[0] is not node:
             kept = self.node_texts[id(node)] = (node, module.code_for_node(node))
@@ -155,8 +158,24 @@ class EditMemo:
             self.ranges[id(function.node)] = (function.node, layout, start[0], sink._computed)
             found.parts.append((sink._computed, 0))
         if slow_tops:
-            found.parts.append((statement_ranges(module, slow_tops), 0))
+            self._statement_ranges(module, slow_tops, found)
         return found
+
+    def _statement_ranges(self, module: cst.Module, tops: set[int], found: "_Ranges") -> None:
+        """positions.statement_ranges, per module-level statement, shifted like functions'."""
+        layout = ("<module>", module.default_indent, module.default_newline)
+        line = 1 + len(module.header)
+        for statement in module.body:
+            if id(statement) in tops:
+                kept = self.ranges.get(id(statement))
+                if kept is None or kept[0] is not statement or kept[1] != layout:
+                    sink = _RangeSink()
+                    state = _state(module, sink)
+                    state.line = line
+                    statement._codegen(state)
+                    kept = self.ranges[id(statement)] = (statement, layout, line, sink._computed)
+                found.parts.append((kept[3], line - kept[2]))
+            line += self._code(module, statement).count("\n")
 
 
 class _Ranges:
@@ -180,7 +199,7 @@ def _same_function(old, new) -> bool:
     return old is not None and old.node is new.node and old.decorators == new.decorators
 
 
-def _node_texts(module: cst.Module, statement: cst.CSTNode) -> str:
+def _statement_facts(module: cst.Module, statement: cst.CSTNode) -> str:
     """What a top-level statement tells walks elsewhere: all of it, except function bodies."""
     if isinstance(statement, cst.FunctionDef):
         return f"def {_header(module, statement)}\n"

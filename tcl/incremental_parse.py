@@ -30,14 +30,16 @@ class StatementMemo:
     """Parsed pieces by text, shared by every version of every document one analyzer sees."""
 
     def __init__(self) -> None:
-        self.pieces: dict[tuple[str, bool, bool], cst.Module] = {}
+        self.pieces: dict[tuple[str, bool, bool, int], tuple] = {}
         self.parsed = 0  # pieces parsed (misses), for tests and the benchmark
         self.reused = 0
 
-    def piece(self, text: str, first: bool, last: bool) -> tuple[cst.Module, list | None, bool]:
+    def piece(self, text: str, first: bool, last: bool, repeat: int = 0) -> tuple[cst.Module, list | None, bool]:
         """The piece parsed on its own, its statements as the whole module has them (None: the
         cut gave a comment to another owner than libcst would), and whether it has indented code."""
-        key = (text, first, last)
+        # `repeat`: the same text seen earlier in this module (a file pasted twice) must still
+        # give nodes of its own: later stages tell places in the module apart by node identity.
+        key = (text, first, last, repeat)
         kept = self.pieces.get(key)
         if kept is None:
             if len(self.pieces) >= MAX_REMEMBERED:
@@ -73,9 +75,11 @@ def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMem
     footer: tuple = ()
     first_module = last_module = None
     default_indent = None  # the whole module's: libcst takes the file's first indentation
+    seen: dict[str, int] = {}
     for number, text in enumerate(chunks):
         first, last = number == 0, number == len(chunks) - 1
-        module, statements, indented = memo.piece(text, first, last)
+        repeat = seen[text] = seen.get(text, -1) + 1
+        module, statements, indented = memo.piece(text, first, last, repeat)
         if statements is None:
             return cst.parse_module(source)
         if indented:

@@ -100,9 +100,9 @@ class _Project:
 
     def note_reach_into(self, path: str) -> None:
         """Once per file: helpers there that other files' compiled code reaches (project_root)."""
-        if path not in self.reached:
-            self.reached.add(path)
+        if path not in self.reached:  # marked after: an interrupted pass resumes next time
             note_reach_into(self.analyzer, path, self.files, self.noted)
+            self.reached.add(path)
 
 
 @dataclass
@@ -170,7 +170,7 @@ class TclServer(LanguageServer):
     def forget(self, path: str) -> None:
         """A file was saved: helpers, base classes and settings read from disk may have changed."""
         forget_roots()
-        for root in [r for r in self.projects if _inside(path, r)]:
+        for root in [r for r in list(self.projects) if _inside(path, r)]:  # list(): one step, under the GIL
             del self.projects[root]
         self.analysed.clear()
 

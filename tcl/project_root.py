@@ -98,9 +98,10 @@ def note_reach_into(analyzer, path: str, files: list[str], noted: set[str]) -> N
     for caller in reaching_files([path], files):
         if caller in noted:
             continue
-        noted.add(caller)
         try:
             source = read_source(caller)
         except SourceError:
-            continue
-        analyzer.note_reached(analyzer.check_source_with_nodes(source, caller, package_of(caller)))
+            source = None
+        if source is not None:
+            analyzer.note_reached(analyzer.check_source_with_nodes(source, caller, package_of(caller)))
+        noted.add(caller)  # after: an analysis cut short (the editor's budget) is done again
