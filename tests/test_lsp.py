@@ -339,3 +339,30 @@ def test_a_huge_document_does_not_block_the_next_request(tmp_path):
         assert [d["code"] for d in notes] == ["TCL000"] and "tcl check" in notes[0]["message"]
     finally:
         client.close()
+
+
+def test_an_edit_interrupts_the_analysis_of_the_older_text(tmp_path):
+    """A 15k-line document (under the size limit: a cold analysis takes seconds) is replaced
+    by a short text a second after it was opened: the stale analysis is dropped, not finished."""
+    import time
+
+    client = raw_client(tmp_path)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}, timeout=30)
+        client.notify("initialized", {})
+        uri = (tmp_path / "big.py").as_uri()
+        big = "import torch\n\n" + "".join(
+            f"@torch.compile\ndef step_{n}(x):\n    y = x * 2\n    if y.sum() > 0:\n        y = y + 1\n    return y.item()\n\n\n"
+            for n in range(1_800))
+        assert big.count("\n") < 20_000
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": big}})
+        time.sleep(1.0)
+        changed = client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": HAZARD}]})
+        arrived, message = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics", 60)
+        assert message["params"]["version"] == 2, "the analysis of the old text was finished and published"
+        assert [d["code"] for d in message["params"]["diagnostics"]] == ["TCL101", "TCL201"]
+        assert arrived - changed < 5
+    finally:
+        client.close()
