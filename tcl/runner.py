@@ -212,9 +212,8 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     jobs = jobs or os.cpu_count() or 1
     # Some files of a project: its other files give the cross-file facts (tcl.project_root),
     # and those that may call into the checked files are analysed for what they reach there.
-    project_files = project_files_of(files, config, root)
-    reaching = reaching_files(files, project_files[len(files):]) if len(project_files) > len(files) else []
-    scanned = project_files if reaching or len(project_files) > len(files) else files
+    scanned = project_files_of(files, config, root)
+    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
     hashes: dict[str, str | None] = {}
     if cache is not None:
         from .cache import content_hash
