@@ -121,7 +121,6 @@ class _Analysed:
     edits: dict[tuple, str | None] = field(default_factory=dict)  # finding key -> fixed text
     any_fix: bool | None = None
     fixed_all: str | None = None
-    parse_memo: StatementMemo | None = None
 
 
 def _key(finding: Finding) -> tuple[str, int, int]:

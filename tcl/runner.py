@@ -261,17 +261,19 @@ def project_files_of(files: list[str], config: Config, root: str = ".") -> list[
     known = {_same_file(path) for path in files}
     out = list(files)
     roots = sorted({r for r in (project_root(path) for path in files) if r is not None})
+    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root)
     for project in roots:
         # Relative paths stay relative, so a file reads the same whether named or walked to.
         top = project if any(os.path.isabs(p) for p in files) else os.path.relpath(project)
-        found, _ = collect_files([top], config, root)
-        if len(found) > MAX_PROJECT_FILES:
-            return list(files)
-        for path in found:
+        for path in discover([top], excluder):
+            if isinstance(path, Problem):
+                continue  # reported when that file is checked itself, if it ever is
             same = _same_file(path)
             if same not in known:
                 known.add(same)
                 out.append(path)
+            if len(out) > MAX_PROJECT_FILES:  # stop walking: the run checks its own files only
+                return list(files)
     return out
 
 

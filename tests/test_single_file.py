@@ -111,3 +111,34 @@ def lsp_lines(project: Path, path: Path) -> list[str]:
         client.close()
     return [f"{path.name}:{d['range']['start']['line'] + 1}:{d['range']['start']['character'] + 1}: "
             f"{d['code']} {d['message']}" for d in diagnostics]
+
+
+def test_the_project_root_rule(tmp_path):
+    from tcl.project_root import forget_roots, project_root
+
+    (tmp_path / "repo" / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    source = tmp_path / "repo" / "src" / "pkg" / "mod.py"
+    source.write_text("x = 1\n")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo")
+    (tmp_path / "repo" / "src" / "setup.cfg").write_text("[metadata]\n")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo" / "src")  # the nearest marker wins
+    (tmp_path / "repo" / "src" / "pkg" / "pyproject.toml").write_text("")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo" / "src" / "pkg")
+    assert project_root(tmp_path / "repo" / "src" / "pkg") == str(tmp_path / "repo" / "src" / "pkg")
+
+
+def test_callers_through_a_package_re_export_are_found(tmp_path):
+    from tcl.project_root import reaching_files
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .helpers import normalise\n")
+    (pkg / "helpers.py").write_text(B)
+    (tmp_path / "model.py").write_text(A.replace("from helpers import normalise", "from pkg import normalise"))
+    (tmp_path / "unrelated.py").write_text("# mentions helpers and pkg only in a comment\nimport os\n")
+    files = [str(pkg / "helpers.py"), str(pkg / "__init__.py"), str(tmp_path / "model.py"), str(tmp_path / "unrelated.py")]
+    assert reaching_files(files[:1], files[1:]) == files[1:3]
