@@ -361,7 +361,7 @@ def parse_source(path: str, source: str, statements=None):
         if source.count(" and ") + source.count(" or ") > DEEP_STACK_BOOLEAN_OPERATORS:
             return _parse_with_deep_stack(source), None, tree
         if statements is not None:
-            return parse_incrementally(source, tree, statements), None, tree
+            return parse_incrementally(source, tree, statements, path), None, tree
         return cst.parse_module(source), None, tree
     except cst.ParserSyntaxError as exc:
         return None, _syntax_error(path, source, exc), None

@@ -30,16 +30,18 @@ class StatementMemo:
     """Parsed pieces by text, shared by every version of every document one analyzer sees."""
 
     def __init__(self) -> None:
-        self.pieces: dict[tuple[str, bool, bool, int], tuple] = {}
+        self.pieces: dict[tuple[str, str, bool, bool, int], tuple] = {}
         self.parsed = 0  # pieces parsed (misses), for tests and the benchmark
         self.reused = 0
 
-    def piece(self, text: str, first: bool, last: bool, repeat: int = 0) -> tuple[cst.Module, list | None, bool]:
+    def piece(self, text: str, first: bool, last: bool, repeat: int = 0, owner: str = "") -> tuple[cst.Module, list | None, bool]:
         """The piece parsed on its own, its statements as the whole module has them (None: the
         cut gave a comment to another owner than libcst would), and whether it has indented code."""
         # `repeat`: the same text seen earlier in this module (a file pasted twice) must still
         # give nodes of its own: later stages tell places in the module apart by node identity.
-        key = (text, first, last, repeat)
+        # `owner` (the file's path): nodes are never shared between files, whose analyses key
+        # some results by node identity (a decorator's wrapper, a helper's settled walk).
+        key = (owner, text, first, last, repeat)
         kept = self.pieces.get(key)
         if kept is None:
             if len(self.pieces) >= MAX_REMEMBERED:
@@ -65,8 +67,8 @@ def _statements(module: cst.Module, first: bool, last: bool) -> list | None:
     return statements
 
 
-def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMemo) -> cst.Module:
-    """`libcst.parse_module(source)`, reusing the pieces `memo` has parsed before."""
+def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMemo, owner: str = "") -> cst.Module:
+    """`libcst.parse_module(source)`, reusing the pieces `memo` has parsed before for `owner`."""
     chunks = _chunks(source, tree)
     if chunks is None or len(chunks) < 2:
         return cst.parse_module(source)
@@ -79,7 +81,7 @@ def parse_incrementally(source: str, tree: ast.Module | None, memo: StatementMem
     for number, text in enumerate(chunks):
         first, last = number == 0, number == len(chunks) - 1
         repeat = seen[text] = seen.get(text, -1) + 1
-        module, statements, indented = memo.piece(text, first, last, repeat)
+        module, statements, indented = memo.piece(text, first, last, repeat, owner)
         if statements is None:
             return cst.parse_module(source)
         if indented:
