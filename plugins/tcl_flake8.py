@@ -10,8 +10,10 @@ utils.py is reported because compiled code in model.py calls it). So once per fl
 `parse_options` (before flake8 forks its `-j` workers, which inherit the result), the plugin runs
 the engine over the same files `tcl check` would check for flake8's path arguments (tcl's own
 discovery, `[tool.tcl]` exclude included, tcl's cache in `.tcl_cache/` shared with `tcl check`),
-and each file then gets its own findings. A file whose text is not what was analysed (stdin, an
-editor's unsaved buffer, a file changed meanwhile) is analysed on its own from flake8's text.
+and each file then gets its own findings. The run has the cross-file facts of each file's whole
+project (tcl.project_root), so `flake8 one_file.py` reports what `flake8 .` reports for it. A file
+whose text is not what was analysed (stdin, an editor's unsaved buffer, a file changed meanwhile)
+is analysed on its own from flake8's text, with the same project facts.
 
 Cost: flake8 runs every installed plugin on every file even under `--select F`, so nothing
 heavy is imported at import time (no torch, no libcst, no engine); when the selection cannot
@@ -269,16 +271,22 @@ class _Session:
         ) or excluder.excluded(absolute, False)
 
     def _alone(self, filename: str, source: str):
-        """This text on its own, with the tree's nn.Module classes known (as `tcl check` would
-        analyse it), keeping the findings in this file."""
-        from tcl.runner import check_text
+        """This text on its own, with the facts of its whole project (tcl.project_root: its
+        nn.Module classes, and what other files' compiled code reaches in it), as `tcl check`
+        would analyse it, keeping the findings in this file."""
+        from tcl.project_root import note_reach_into
+        from tcl.runner import check_text, project_files_of
 
         if self._analyzer is None:
             from tcl.engine import Analyzer
             from tcl.project import ProjectScan, scan
 
-            files = list(self.files.values())
+            self._project_files = project_files_of(list(self.files.values()) or [filename], self.config, self.root)
+            files = self._project_files
             self._analyzer = Analyzer(self.config, scan(files) if len(files) > 1 else ProjectScan())
+            self._noted: set[str] = set()
+        if os.path.isfile(filename):
+            note_reach_into(self._analyzer, filename, self._project_files, self._noted)
         report = check_text(source, filename, self._analyzer, FILE_TIMEOUT)
         findings = sorted((f for f in report.findings if _key(f.path) == _key(filename)), key=lambda f: f.sort_key())
         return findings, report.errors

@@ -15,6 +15,7 @@ from .config import Config
 from .dataflow import Kind, join
 from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
+from .incremental_parse import parse_incrementally
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .project import Project, ProjectScan
 from .noqa import NoqaMap
@@ -73,6 +74,7 @@ class Analyzer:
         # `tcl fix`: functions of a file that other files' compiled code reaches, as entries of
         # that file's own analysis (real path -> qualname -> (parameter kinds, reached from)).
         self.reached_entries: dict[str, dict[str, tuple[dict, tuple[str, ...]]]] = {}
+        self.memo = None  # an incremental.EditMemo: the language server keeps work across edits
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -84,12 +86,14 @@ class Analyzer:
         if not might_trace(source) and not self.reached_entries.get(os.path.realpath(path)):
             report.skipped = True
             return report
-        module, problem, tree = parse_source(path, source)
+        module, problem, tree = parse_source(path, source, self.memo.statements if self.memo else None)
         if module is None:
             report.errors.append(problem)
             return report
         try:
             index = self._index(module, package, source, path, tree)
+            if self.memo is not None:
+                self.memo.adopt(index, path)
             analysis = FileAnalysis(index, self)
             candidates = analysis.run()
             if nodes is not None:  # `tcl fix` also wants the module, the analysis, the nodes
@@ -107,7 +111,8 @@ class Analyzer:
         return report
 
     def _index(self, module: cst.Module, package: str, source: str, path: str, tree=None) -> ModuleIndex:
-        index = build_index(module, package, source, self.known_modules)
+        index = build_index(module, package, source, self.known_modules,
+                            self.memo.compile_calls if self.memo is not None else None)
         index.path, index.source, index.module, index.python_tree = path, source, module, tree
         return index
 
@@ -167,7 +172,9 @@ class Analyzer:
         for group in by_module.values():
             index = group[0][0].function.index
             functions = list({id(c.function): c.function for c, _ in group}.values())
-            if index is current:
+            if index is current and self.memo is not None:
+                ranges = self.memo.function_ranges(index, functions)
+            elif index is current:
                 ranges = function_ranges(index.module, index.source, functions, index.python_tree)
             else:
                 ranges = self._foreign_ranges(index, functions)
@@ -286,6 +293,24 @@ _STACK_LOCK = threading.Lock()
 SETTLED_LIMIT = 20_000  # settled helper results kept per process
 
 
+def _recorded(question: str, answer, asked: list):
+    """`answer`, noting each question and its answer for the edit memo. A walk asks the same
+    question many times with the same answer (nothing it depends on changes during one walk):
+    each is noted once."""
+    seen: set = set()
+
+    def ask(argument):
+        reply = answer(argument)
+        # A tuple is built per question (a callee and one call's argument kinds): its contents,
+        # not its id, say whether it was noted.
+        key = (id(argument[0]), argument[1:]) if isinstance(argument, tuple) else id(argument)
+        if key not in seen:
+            seen.add(key)
+            asked.append((question, argument, list(reply) if isinstance(reply, list) else reply))
+        return reply
+    return ask
+
+
 def _returned_wrappers(decorator: cst.FunctionDef, depth: int = 0) -> list[tuple[cst.FunctionDef, str]]:
     """(wrapper, name of the decorated function inside it): nested functions a decorator
     returns that call the decorated function (its first parameter); a decorator factory's
@@ -361,11 +386,12 @@ def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
     return tables
 
 
-def parse_source(path: str, source: str):
+def parse_source(path: str, source: str, statements=None):
     """libcst.parse_module that never crashes the process.
 
     Returns (module, None, python_tree) or (None, one-line error, None). `python_tree` is the
     `ast` tree the crash guard builds anyway; positions reuse it instead of parsing again.
+    `statements`: an incremental_parse.StatementMemo, to re-parse only changed statements.
     """
     beyond, tree = _beyond_parser_limits(path, source)
     if beyond is not None:
@@ -373,6 +399,8 @@ def parse_source(path: str, source: str):
     try:
         if source.count(" and ") + source.count(" or ") > DEEP_STACK_BOOLEAN_OPERATORS:
             return _parse_with_deep_stack(source), None, tree
+        if statements is not None:
+            return parse_incrementally(source, tree, statements, path), None, tree
         return cst.parse_module(source), None, tree
     except cst.ParserSyntaxError as exc:
         return None, _syntax_error(path, source, exc), None
@@ -505,6 +533,7 @@ class FileAnalysis:
         self.entries: dict[int, str] = {}
         # callee id -> caller id -> call sites (walker.CallSite)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
+        self.from_callers: set[int] = set()  # entries whose parameter kinds come from callers
         # What a helper returns for one call's argument kinds (tcl/summaries.py).
         self.summaries = CallSiteReturns(
             self._return_kind, lambda function: self.param_kinds.get(id(function)),
@@ -726,6 +755,7 @@ class FileAnalysis:
                 continue
             self.functions[id(function)] = function
             self.entries[id(function)] = ", ".join(reached_from) or qualname
+            self.from_callers.add(id(function))  # its parameters hold what other files pass
             self.param_kinds[id(function)] = dict(kinds)
             queue.append(function)
         analyses: dict[int, int] = defaultdict(int)
@@ -780,25 +810,58 @@ class FileAnalysis:
         # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes;
         # {} for a summary walk). `param_kinds`: one call site's, for a summary walk.
         summary = param_kinds is not None
+        memo = self.analyzer.memo if hooks is None and not summary and function.index is self.index else None
+        questions = {
+            "call": lambda call: self.resolve_call(call, function),
+            # (callee, positional kinds, keyword kinds) of one call: tcl/summaries.py
+            "returns": lambda asked: self.summaries.return_kind(
+                asked[0], None if asked[1] is None else (list(asked[1]), dict(asked[2]))),
+            "tuple": self._tuple_returns,
+            "property": lambda node: self.resolve_property(node, function),
+            "dispatch": lambda call: self.dispatch_targets(call, function),
+            "breaks": self._breaks,
+        }
+        asked: list | None = None
+        if memo is not None:  # an editor's re-check: reuse the walk if nothing it read changed
+            key = id(function)
+            inputs = (dict(self.param_kinds[key]), self.crossed.get(key, frozenset()),
+                      dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers)
+            facts = memo.facts(self.index)
+            kept = memo.find_walk(function, inputs, facts, lambda question, arg: questions[question](arg))
+            if kept is not None:
+                return kept
+            asked = []
+            questions = {name: _recorded(name, answer, asked) for name, answer in questions.items()}
+        returns = questions["returns"]
+
+        def return_kind(callee: FunctionInfo, site=None) -> Kind:
+            if site is None:
+                return returns((callee, None, None))
+            return returns((callee, tuple(site[0]), frozenset(site[1].items())))
+
         walker = FunctionWalker(
             function,
             function.index,
             self.analyzer.hooks if hooks is None else hooks,
             param_kinds if summary else self.param_kinds[id(function)],
-            lambda call: self.resolve_call(call, function),
-            self.summaries.return_kind,
+            questions["call"],
+            return_kind,
             self.analyzer.version,
             is_entry=id(function) in self.entries and not summary,
+            params_from_callers=summary or id(function) not in self.entries or id(function) in self.from_callers,
             crossed=frozenset() if summary else self.crossed.get(id(function), frozenset()),
             tuples=None if summary else self.tuples.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
-            tuple_returns=self._tuple_returns,
-            resolve_property=lambda node: self.resolve_property(node, function),
-            dispatch_targets=lambda call: self.dispatch_targets(call, function),
-            callee_breaks=self._breaks,
+            tuple_returns=questions["tuple"],
+            resolve_property=questions["property"],
+            dispatch_targets=questions["dispatch"],
+            callee_breaks=questions["breaks"],
             assume=self.analyzer.config.assume,
         )
-        return walker.run()
+        result = walker.run()
+        if memo is not None:
+            memo.keep_walk(function, inputs, facts, asked, result)
+        return result
 
     def _breaks(self, function: FunctionInfo) -> bool:
         result = self.results.get(id(function))

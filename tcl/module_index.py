@@ -110,7 +110,8 @@ def decorator_names(node: cst.FunctionDef | cst.ClassDef, imports: ImportMap) ->
 
 
 def build_index(
-    module: cst.Module, package: str = "", source: str = "", known_modules: frozenset[str] = frozenset()
+    module: cst.Module, package: str = "", source: str = "", known_modules: frozenset[str] = frozenset(),
+    compile_calls: dict | None = None,
 ) -> ModuleIndex:
     imports = ImportMap(package)
     _collect_imports(module, imports)
@@ -133,7 +134,7 @@ def build_index(
         function.index = index
     _mark_module_classes(index)
     if "compile(" in source:
-        collect_compile_calls(module, index)
+        collect_compile_calls(module, index, compile_calls)
     return index
 
 
@@ -336,14 +337,16 @@ def is_torch_module_base(qualname: str) -> bool:
 
 
 class _CompileCallScanner(_StatementScanner):
-    """`x = torch.compile(f)` / `torch.compile(self.m)` statements anywhere in the file."""
+    """`x = torch.compile(f)` / `torch.compile(self.m)` statements anywhere in the file.
+    With `calls`, the calls and their classes' names are listed instead of recorded."""
 
-    def __init__(self, index: ModuleIndex) -> None:
+    def __init__(self, index: ModuleIndex, calls: list | None = None) -> None:
         self.index = index
-        self.owners: list[ClassInfo | None] = []
+        self.owners: list[str] = []
+        self.calls = calls
 
     def enter_class(self, node: cst.ClassDef) -> None:
-        self.owners.append(self.index.classes.get(node.name.value))
+        self.owners.append(node.name.value)
 
     def leave_class(self, node: cst.ClassDef) -> None:
         self.owners.pop()
@@ -352,9 +355,27 @@ class _CompileCallScanner(_StatementScanner):
         value = getattr(small, "value", None)
         # `torch.compile(f)` and `torch.compile(f)(x)`: walk the chain of calls.
         while isinstance(value, cst.Call):
-            _record_compile_target(value, self.index, self.owners[-1] if self.owners else None)
+            owner = self.owners[-1] if self.owners else None
+            if self.calls is not None:
+                self.calls.append((value, owner))
+            else:
+                _record_compile_target(value, self.index, self.index.classes.get(owner) if owner else None)
             value = value.func
 
 
-def collect_compile_calls(module: cst.Module, index: ModuleIndex) -> None:
-    module.visit(_CompileCallScanner(index))
+def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | None = None) -> None:
+    """`memo` (statement id -> (statement, its calls)): the language server's, so that only
+    statements an edit changed are scanned again."""
+    if memo is None:
+        module.visit(_CompileCallScanner(index))
+        return
+    if len(memo) > 20_000:
+        memo.clear()
+    for statement in module.body:
+        kept = memo.get(id(statement))
+        if kept is None or kept[0] is not statement:
+            calls: list = []
+            statement.visit(_CompileCallScanner(index, calls))
+            kept = memo[id(statement)] = (statement, calls)
+        for call, owner in kept[1]:
+            _record_compile_target(call, index, index.classes.get(owner) if owner else None)

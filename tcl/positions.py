@@ -55,10 +55,15 @@ def _ast_def_starts(source: str, tree=None) -> dict[tuple[str | None, str], tupl
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return {}
     starts = {}
+    repeated = set()
 
     def add(owner, node):
+        # A name defined twice (two classes `Loss`, a property's getter and setter): which
+        # definition the index holds is not known here, so those take the slow, sure way.
         first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-        starts.setdefault((owner, node.name), (first, node.lineno, node.col_offset))
+        if (owner, node.name) in starts:
+            repeated.add((owner, node.name))
+        starts[(owner, node.name)] = (first, node.lineno, node.col_offset)
 
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -67,6 +72,8 @@ def _ast_def_starts(source: str, tree=None) -> dict[tuple[str | None, str], tupl
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     add(node.name, item)
+    for key in repeated:
+        del starts[key]
     return starts
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import signal
@@ -18,6 +19,7 @@ from .engine import Analyzer, FileReport
 from .files import DEFAULT_EXCLUDES, Excluder, Problem, SourceError, discover, package_of, read_source
 from .findings import FileError
 from .project import ProjectScan, scan
+from .project_root import project_root, reaching_files
 
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -206,27 +208,32 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
     jobs = jobs or os.cpu_count() or 1
+    # Some files of a project: its other files give the cross-file facts (tcl.project_root),
+    # and those that may call into the checked files are analysed for what they reach there.
+    scanned = project_files_of(files, config, root)
+    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
     hashes: dict[str, str | None] = {}
     if cache is not None:
         from .cache import content_hash
 
-        for path in files:
+        for path in scanned:
             try:
                 hashes[path] = content_hash(read_source(path))
             except SourceError:
                 hashes[path] = None
         project = (
-            cache.scan([(p, hashes[p]) for p in files], lambda: scan(files)) if len(files) > 1 else ProjectScan()
+            cache.scan([(p, hashes[p]) for p in scanned], lambda: scan(scanned)) if len(scanned) > 1 else ProjectScan()
         )
     else:
-        project = scan(files) if len(files) > 1 else ProjectScan()
+        project = scan(scanned) if len(scanned) > 1 else ProjectScan()
     analyzer = Analyzer(config, project)
 
     raw: dict[str, FileReport] = {}
-    todo: list[str] = files
+    analysed = files + reaching
+    todo: list[str] = analysed
     keys: dict[str, str] = {}
     if cache is not None:
-        todo = _cached(files, analyzer, project, cache, hashes, keys, raw)
+        todo = _cached(analysed, analyzer, project, cache, hashes, keys, raw)
     serial = jobs <= 1 or len(todo) < PARALLEL_THRESHOLD
     if serial:
         for path in todo:
@@ -236,9 +243,51 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
         for path, (report, digest) in _parallel(todo, config, project, jobs, file_timeout).items():
             raw[path] = report
             _store(cache, path, keys, report, digest, hashes)
+    if reaching:
+        _keep_reach_into(files, [raw[path] for path in files], [raw.pop(path) for path in reaching])
     result.reports = [_apply_ignores(raw[path], config) for path in files]
     result.cached = cache.hits if cache is not None else 0
     return result
+
+
+MAX_PROJECT_FILES = 20_000  # a "project" larger than this (a marker in a home directory): not widened
+
+
+def project_files_of(files: list[str], config: Config, root: str = ".") -> list[str]:
+    """`files`, then the other files of the projects they belong to (tcl.project_root), named
+    the way `tcl check` run from here names them, excludes applied."""
+    known = {_same_file(path) for path in files}
+    out = list(files)
+    roots = sorted({r for r in (project_root(path) for path in files) if r is not None})
+    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root)
+    for project in roots:
+        # Relative paths stay relative, so a file reads the same whether named or walked to.
+        top = project if any(os.path.isabs(p) for p in files) else os.path.relpath(project)
+        for path in discover([top], excluder):
+            if isinstance(path, Problem):
+                continue  # reported when that file is checked itself, if it ever is
+            same = _same_file(path)
+            if same not in known:
+                known.add(same)
+                out.append(path)
+            if len(out) > MAX_PROJECT_FILES:  # stop walking: the run checks its own files only
+                return list(files)
+    return out
+
+
+def _same_file(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _keep_reach_into(files: list[str], reports: list[FileReport], others: list[FileReport]) -> None:
+    """Give each checked file the findings that other files' analyses made in it (a helper
+    there reached from their compiled code), as a whole-tree run reports them."""
+    by_file = {_same_file(path): report for path, report in zip(files, reports)}
+    for other in others:
+        for finding in other.findings:
+            report = by_file.get(_same_file(finding.path))
+            if report is not None:
+                report.findings.append(dataclasses.replace(finding, path=report.path))
 
 
 def _cached(files, analyzer, project, cache, hashes, keys, raw) -> list[str]:

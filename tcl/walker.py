@@ -136,8 +136,11 @@ class FunctionWalker(cst.CSTVisitor):
         dispatch_targets=lambda call: (),
         callee_breaks=lambda function: False,
         assume: dict | None = None,
+        params_from_callers: bool | None = None,
     ) -> None:
         self.assume = assume or None
+        # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
+        self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
         self.callee_breaks = callee_breaks
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
@@ -238,7 +241,7 @@ class FunctionWalker(cst.CSTVisitor):
         return None
 
     def _parameter_basis(self, name: str) -> str:
-        if not self.is_entry:
+        if self.params_from_callers:
             return "parameter, tensor data at its call sites"
         param = next((p for p in _all_params(self.function.node.params) if p.name.value == name), None)
         if param is not None and param.annotation is not None:

@@ -177,18 +177,56 @@ class _ParentMap(cst.CSTVisitor):
         self.stack.pop()
 
 
-_PARENTS_CACHE: dict[int, tuple[cst.Module, dict]] = {}
+_PARENTS_CACHE: dict[int, tuple[cst.Module, "_Parents"]] = {}
+# Parents inside each module-level statement, by the statement's identity: a module re-parsed
+# after an edit (tcl.incremental_parse) shares its unchanged statements with the last version.
+_STATEMENT_PARENTS: dict[int, tuple[cst.CSTNode, dict]] = {}
+STATEMENT_PARENTS_KEPT = 4096
 
 
-def _parents(module: cst.Module) -> dict:
+class _Parents:
+    """node -> parent node for a whole module, made of one map per module-level statement."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.tops = {id(statement) for statement in module.body}
+        if len(_STATEMENT_PARENTS) > STATEMENT_PARENTS_KEPT:
+            _STATEMENT_PARENTS.clear()
+        self.maps = [_statement_parents(statement) for statement in module.body]
+
+    def get(self, node, default=None):
+        if id(node) in self.tops:
+            return self.module
+        for parents in self.maps:
+            parent = parents.get(node)
+            if parent is not None:
+                return parent
+        return default
+
+    def top_of(self, node) -> cst.CSTNode | None:
+        """The module-level statement holding `node` (itself, if it is one)."""
+        while node is not None and id(node) not in self.tops:
+            node = self.get(node)
+        return node
+
+
+def _statement_parents(statement: cst.CSTNode) -> dict:
+    kept = _STATEMENT_PARENTS.get(id(statement))
+    if kept is None or kept[0] is not statement:
+        visitor = _ParentMap()
+        statement.visit(visitor)
+        kept = _STATEMENT_PARENTS[id(statement)] = (statement, visitor.parents)
+    return kept[1]
+
+
+def _parents(module: cst.Module) -> _Parents:
     cached = _PARENTS_CACHE.get(id(module))
     if cached is not None and cached[0] is module:
         return cached[1]
-    visitor = _ParentMap()
-    module.visit(visitor)
+    parents = _Parents(module)
     _PARENTS_CACHE.clear()
-    _PARENTS_CACHE[id(module)] = (module, visitor.parents)
-    return visitor.parents
+    _PARENTS_CACHE[id(module)] = (module, parents)
+    return parents
 
 
 class _Snapshot:
@@ -329,10 +367,30 @@ def apply_fixes(module: cst.Module, fixes: list[Fix], torch_is_bound: bool) -> s
         replacements.update(fix.replacements)
         if fix.guard:
             guards.update(id(r) for r in fix.replacements.values())
-    new_module = module.visit(_Apply(replacements, guards))
+    new_module = _apply_to_statements(module, _Apply(replacements, guards), replacements)
     if any(f.needs_torch for f in fixes) and not torch_is_bound:
         new_module = add_import_torch(new_module)
     return new_module.code
+
+
+def _apply_to_statements(module: cst.Module, transformer: "_Apply", replacements: dict) -> cst.Module:
+    """`module.visit(transformer)`, visiting only the module-level statements that hold a
+    replaced node (a fix rewrites inside one function: the rest need no traversal)."""
+    parents = _parents(module)
+    touched = {id(parents.top_of(node)) for node in replacements}
+    if None in touched or id(None) in touched:
+        return module.visit(transformer)
+    body: list = []
+    for statement in module.body:
+        if id(statement) not in touched:
+            body.append(statement)
+            continue
+        new = statement.visit(transformer)
+        if isinstance(new, cst.FlattenSentinel):
+            body.extend(new.nodes)
+        elif not isinstance(new, cst.RemovalSentinel):
+            body.append(new)
+    return module.with_changes(body=body)
 
 
 def add_import_torch(module: cst.Module) -> cst.Module:

@@ -1,0 +1,144 @@
+"""One answer everywhere: checking one file of a project reports, for that file, what checking
+the whole project reports, through every entry point (tcl check, flake8, the language server).
+
+The case that used to differ: file B's helper breaks the graph, but only file A's compiled
+forward calls it, so the finding exists only in A's analysis of the project.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+A = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    from helpers import normalise
+
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return normalise(x) * 2
+''')
+B = textwrap.dedent('''
+    import torch
+
+
+    def normalise(x):
+        print("normalising", x.shape)
+        if x.sum() > 0:
+            return x / x.sum()
+        return x
+
+
+    def unused(x):
+        print(x)
+        return x
+''')
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.tcl]\ntorch-version = "2.13"\n')
+    (tmp_path / "model.py").write_text(A)
+    (tmp_path / "helpers.py").write_text(B)
+    sub = tmp_path / "docs_only"
+    sub.mkdir()
+    (sub / "notes.py").write_text("VALUE = 1\n")  # a file that does not reach helpers.py
+    return tmp_path
+
+
+def run(*command, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *command], capture_output=True, text=True, cwd=cwd, timeout=180)
+
+
+def helper_findings(lines: list[str]) -> list[str]:
+    return sorted(line for line in lines if line.startswith("helpers.py:"))
+
+
+def test_every_entry_point_reports_the_tree_run_findings_for_one_file(project):
+    tree = helper_findings(run("-m", "tcl", "check", "--format", "flake8", "--no-cache", ".", cwd=project).stdout.splitlines())
+    # What a whole-tree run finds in helpers.py: normalise's print and branch, reached from
+    # Model.forward in model.py (unused() is never compiled: nothing there).
+    assert [line.split(": ")[1].split()[0] for line in tree] == ["TCL101", "TCL201"]
+    assert all("reached from Model.forward" in line for line in tree)
+
+    alone = run("-m", "tcl", "check", "--format", "flake8", "--no-cache", "helpers.py", cwd=project)
+    assert helper_findings(alone.stdout.splitlines()) == tree, alone.stderr
+    cached = [run("-m", "tcl", "check", "--format", "flake8", "helpers.py", cwd=project) for _ in range(2)]  # cold, then warm cache
+    assert [helper_findings(c.stdout.splitlines()) for c in cached] == [tree, tree]
+
+    flake8 = run("-m", "flake8", "--select", "TCL", "--tcl-no-cache", "helpers.py", cwd=project)
+    assert helper_findings(flake8.stdout.splitlines()) == tree, flake8.stderr
+
+    # An editor's buffer through flake8 (stdin): the text is analysed alone, with the same facts.
+    stdin = subprocess.run([sys.executable, "-m", "flake8", "--select", "TCL", "--tcl-no-cache",
+                            "--stdin-display-name", "helpers.py", "-"], input=B, capture_output=True,
+                           text=True, cwd=project, timeout=180)
+    assert helper_findings(stdin.stdout.splitlines()) == tree, stdin.stderr
+
+    assert helper_findings(lsp_lines(project, project / "helpers.py")) == tree
+
+
+def test_the_other_files_of_a_subset_do_not_add_their_own_findings(project):
+    """Checking helpers.py says nothing about model.py, even though model.py was analysed."""
+    (project / "model.py").write_text(A + "\n\n@torch.compile\ndef noisy(x):\n    print(x)\n    return x\n")
+    out = run("-m", "tcl", "check", "--format", "flake8", "--no-cache", "helpers.py", cwd=project).stdout.splitlines()
+    assert out and all(line.startswith("helpers.py:") for line in out)
+
+
+def lsp_lines(project: Path, path: Path) -> list[str]:
+    """`tcl check`-style lines for the diagnostics the language server publishes on open."""
+    pytest.importorskip("pygls")
+    spec = importlib.util.spec_from_file_location("lsp_bench", REPO / "bench" / "lsp_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    client = bench.Client([sys.executable, "-m", "tcl", "lsp"], None, project)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": project.as_uri(), "capabilities": {}})
+        client.notify("initialized", {})
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": path.as_uri(), "languageId": "python", "version": 1, "text": path.read_text()}})
+        _, diagnostics = client.diagnostics(path.as_uri(), 1, timeout=120)
+    finally:
+        client.close()
+    return [f"{path.name}:{d['range']['start']['line'] + 1}:{d['range']['start']['character'] + 1}: "
+            f"{d['code']} {d['message']}" for d in diagnostics]
+
+
+def test_the_project_root_rule(tmp_path):
+    from tcl.project_root import forget_roots, project_root
+
+    (tmp_path / "repo" / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    source = tmp_path / "repo" / "src" / "pkg" / "mod.py"
+    source.write_text("x = 1\n")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo")
+    (tmp_path / "repo" / "src" / "setup.cfg").write_text("[metadata]\n")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo" / "src")  # the nearest marker wins
+    (tmp_path / "repo" / "src" / "pkg" / "pyproject.toml").write_text("")
+    forget_roots()
+    assert project_root(source) == str(tmp_path / "repo" / "src" / "pkg")
+    assert project_root(tmp_path / "repo" / "src" / "pkg") == str(tmp_path / "repo" / "src" / "pkg")
+
+
+def test_callers_through_a_package_re_export_are_found(tmp_path):
+    from tcl.project_root import reaching_files
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .helpers import normalise\n")
+    (pkg / "helpers.py").write_text(B)
+    (tmp_path / "model.py").write_text(A.replace("from helpers import normalise", "from pkg import normalise"))
+    (tmp_path / "unrelated.py").write_text("# mentions helpers and pkg only in a comment\nimport os\n")
+    files = [str(pkg / "helpers.py"), str(pkg / "__init__.py"), str(tmp_path / "model.py"), str(tmp_path / "unrelated.py")]
+    assert reaching_files(files[:1], files[1:]) == files[1:3]
