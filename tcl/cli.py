@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", help="where to keep the cache (default: .tcl_cache/ beside pyproject.toml, else in cwd)")
     check.add_argument(
         "--file-timeout", type=float, default=20.0, metavar="SECONDS",
-        help="report a file whose analysis takes more CPU time as an error and go on (default: 20; 0: no limit)",
+        help="report a file whose reading or analysis takes longer (wall-clock seconds) as an error and go on (default: 20; 0: no limit)",
     )
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
