@@ -162,7 +162,20 @@ def collect_files(paths: list[str], config: Config, root: str = ".") -> tuple[li
             errors.append(FileError(item.path, 0, item.message))
         else:
             files.append(item)
-    return list(dict.fromkeys(files)), errors
+    return unique_files(files), errors
+
+
+def unique_files(files: list[str]) -> list[str]:
+    """Each file once, under the first name it was given by: `good.py ./good.py`, a directory
+    and a file inside it, or a symlink and its target are one file (normalized real path)."""
+    seen: set[str] = set()
+    unique = []
+    for path in files:
+        key = os.path.normcase(os.path.realpath(path))
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 
