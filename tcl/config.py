@@ -76,8 +76,12 @@ def load(pyproject: Path | None) -> Config:
     if pyproject is None:
         return config
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raw = pyproject.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: not UTF-8 (byte {raw[exc.start]:#04x} on line {line})") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: {_one_line(exc)}") from None
     tool = data.get("tool", {})
     if not isinstance(tool, dict):

@@ -101,7 +101,7 @@ class Analyzer:
             report.findings = []
             report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
         except BaseException as exc:  # a tcl bug: one line that names the rule; the run goes on
-            if not _is_bug(exc):
+            if not _is_bug(exc) or isinstance(exc, MemoryError):  # a limit, for the caller to report
                 raise
             stop = interruption(exc)
             if stop is not None:  # a timeout that the code it interrupted turned into another error

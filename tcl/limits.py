@@ -13,6 +13,7 @@ that loops, grows without bound or crashes natively costs that file, not the run
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import select
@@ -155,6 +156,7 @@ def _child(fn: Callable[[], Any], write_end: int, memory_mb: int | None) -> None
         quiet = os.open(os.devnull, os.O_WRONLY)  # the result goes through the pipe; a native
         os.dup2(quiet, 1)  # abort's message ("memory allocation of 64 bytes failed") is not
         os.dup2(quiet, 2)  # tcl's output: the parent reports it in one line
+        faulthandler.disable()  # nor is a traceback dump of the child (pytest enables it)
         _limit_memory(memory_mb)
         outcome = _in_deep_thread(fn)
         try:

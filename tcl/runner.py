@@ -88,6 +88,8 @@ def analyze_text(source: str, path: str, analyzer: Analyzer, timeout: float | No
             return analyzer.check_source(source, path, _package(path))
     except AnalysisTimeout:
         return timed_out(path, timeout)
+    except MemoryError:
+        return FileReport(path, errors=[FileError(path, 0, "analysis ran out of memory")])
     except Exception as exc:  # an analyzer bug must not end the run
         stop = interruption(exc)
         if isinstance(stop, AnalysisTimeout):

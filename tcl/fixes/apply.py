@@ -176,6 +176,8 @@ def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
                          kinds.get(candidate.node, {}))
         try:
             fix = candidate.rule.fixer(finding, candidate.node, ctx)
+        except MemoryError:  # not a fixer bug: the file's memory limit (tcl.fixes.bounded)
+            raise
         except Exception as exc:  # a fixer bug must not end the run
             warnings.append(f"{finding.path}:{finding.line}: {finding.code} fixer failed: {type(exc).__name__}: {exc}")
             continue
