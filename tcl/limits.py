@@ -101,14 +101,19 @@ def run_bounded(fn: Callable[[], Any], timeout: float | None, memory_mb: int | N
     if not isolation_available():
         return _run_here(fn, timeout)
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had (a process limit, no memory): here, under the alarm
+        os.close(read_end)
+        os.close(write_end)
+        return _run_here(fn, timeout)
     if pid == 0:  # the child: never returns
         os.close(read_end)
         _child(fn, write_end, memory_mb)
     os.close(write_end)
     deadline = time.monotonic() + timeout if timeout else None
     chunks: list[bytes] = []
-    timed_out = False
+    timed_out = finished = False
     try:
         while True:
             wait = None if deadline is None else deadline - time.monotonic()
@@ -122,9 +127,10 @@ def run_bounded(fn: Callable[[], Any], timeout: float | None, memory_mb: int | N
             if not chunk:
                 break
             chunks.append(chunk)
+        finished = True
     finally:
         os.close(read_end)
-        if timed_out:
+        if timed_out or not finished:  # over time, or Ctrl-C here: the child goes too
             _kill(pid)
         _, status = os.waitpid(pid, 0)
     if timed_out:
