@@ -75,6 +75,18 @@ def _why(outcome: Bounded, timeout: float | None, memory_mb: int | None) -> str:
     return f"internal error: {outcome.detail}; file left unchanged"
 
 
+def read_within(path: str, timeout: float | None):
+    """tcl.fixes.writer.read under the wall-clock limit: a read that blocks is a SourceError."""
+    from ..files import SourceError
+    from .writer import read
+
+    try:
+        with time_limit(timeout):
+            return read(path)
+    except AnalysisTimeout:
+        raise SourceError(f"reading timed out after {timeout:g} s (wall clock)") from None
+
+
 def note_reach(text: str, path: str, analyzer, package: str, timeout: float | None) -> None:
     """Teach the analyzer which functions of other files `path`'s compiled code reaches. This is
     `tcl check`'s analysis, bounded as check -j1 bounds it (the guards and the wall-clock alarm),

@@ -46,8 +46,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     from ..findings import FileError
     from ..report import text_line
     from ..runner import _per_file_ignores, collect_files
-    from .bounded import fix_file
-    from .writer import ChangedOnDisk, read, write_atomic
+    from .bounded import fix_file, read_within
+    from .writer import ChangedOnDisk, write_atomic
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -61,7 +61,7 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     remaining = []
     for path in files:
         try:
-            source = read(path)
+            source = read_within(path, timeout)
         except SourceError as exc:
             errors.append(FileError(path, 0, str(exc)))
             continue
@@ -121,14 +121,13 @@ def _note_cross_file_reach(analyzer, files, timeout) -> None:
     file's analysis; fixing the helper's file needs those callers' view (a first pass, under
     the wall-clock limit)."""
     from ..files import SourceError, package_of
-    from .bounded import note_reach
-    from .writer import read
+    from .bounded import note_reach, read_within
 
     if len(files) < 2 or not hasattr(analyzer, "note_reached"):
         return
     for path in files:
         try:
-            text = read(path).text
+            text = read_within(path, timeout).text
         except SourceError:
             continue  # reported by the fixing pass
         note_reach(text, path, analyzer, package_of(path), timeout)
