@@ -24,9 +24,10 @@ from .findings import FileError
 MAX_DOTTED_PARTS = 100
 # One line of code this long (a 1 MB list literal) costs libcst tens of seconds and gigabytes.
 MAX_LINE_CHARS = 200_000
-# About this many tokens (names, numbers, strings, operators) in one file: ~3 KB of libcst nodes
-# each; the largest real file seen (torch's common_methods_invocations.py, 1.4 MB) has ~260,000.
-MAX_TOKENS = 2_000_000
+# About this many tokens (names, numbers, strings, operators) in one file: ~2.5 KB of libcst
+# nodes each (493,000 tokens peaked at 1.25 GB in `tcl check`); the largest real file seen
+# (torch's common_methods_invocations.py, 1.4 MB) has 268,000.
+MAX_TOKENS = 1_000_000
 # `a and a and ...`: CPython keeps the chain flat, libcst nests it. More than this many `and`/`or`
 # overflow even the big parsing stack (tcl.engine.PARSE_STACK_BYTES).
 MAX_BOOLEAN_OPERATORS = 50_000
