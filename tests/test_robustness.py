@@ -815,3 +815,21 @@ def test_unknown_code_on_the_command_line(tmp_path, option):
     assert result.stderr == f"tcl: command line: {option}: unknown rule code ZZZ (`tcl rules` lists them)\n"
     known = tcl("--no-cache", option, "tcl1,TCL20", "good.py", cwd=tmp_path)  # prefixes, any case
     assert known.returncode in (0, 1) and known.stderr == ""
+
+
+# -- issue 14: the fuzz harness drives `tcl fix` too (bench/fuzz.py --fix, a seeded slice) -------
+def test_fuzzed_fixes_never_crash():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tcl_bench_fuzz_fix", Path(__file__).resolve().parent.parent / "bench" / "fuzz.py")
+    fuzz = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fuzz
+    spec.loader.exec_module(fuzz)
+    fuzz.install_traceback_capture()
+    analyzer = Analyzer(Config())
+    kinds = []
+    for source in fuzz.mutated_programs(40, seed=14, files=fuzz.real_files(limit_torch=8)):
+        outcome = fuzz.classify_fix(analyzer, source)
+        assert outcome.kind not in fuzz.CRASH_KINDS, (outcome.signature, outcome.detail, source)
+        kinds.append(outcome.kind)
+    assert "fix-changed" in kinds  # the slice reaches the fixers, not only the parser
