@@ -456,6 +456,7 @@ GUARDED = {
     "import_7000_parts.py": "import torch\nimport " + ".".join(["a"] * 7000) + "\n",  # libcst segfaulted
     "from_1000_parts.py": "import torch\nfrom " + ".".join(["a"] * 1000) + " import b\n",  # fix: RecursionError
     "line_250k.py": "import torch\ny = [" + "1, " * 84_000 + "]\n",  # minutes and gigabytes in fix
+    "line_10mb.py": "import torch\ny = [" + "1, " * 3_500_000 + "]\n",  # 18.6 GB in fix; refused in < 1 s
 }
 
 
@@ -470,8 +471,10 @@ def test_guards_refuse_before_libcst_in_check_and_fix(tmp_path, name):
     (tmp_path / name).write_text(GUARDED[name])
     (tmp_path / "good.py").write_text(GOOD)
     for command in (["check", "--no-cache", "-j1"], ["fix"]):
+        started = time.monotonic()
         result = subprocess.run([sys.executable, "-m", "tcl", *command, "--no-config", name, "good.py"],
                                 capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert time.monotonic() - started < 30, command  # refused before any costly parse
         assert result.returncode == 2, (command, result.returncode, result.stderr)
         assert "Traceback" not in result.stderr
         _one_line_naming(result.stderr, name, 2)

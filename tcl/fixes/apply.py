@@ -49,8 +49,9 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
     threshold = UNSAFE if unsafe else SAFE
     current = source
     # Syntax newer than this Python (PEP 695 `def f[T]` on 3.11): libcst parses it and tcl checks
-    # it, but CPython here cannot judge a rewrite of it, so libcst alone does.
-    python_judges = compiles(source, path)
+    # it, but CPython here cannot judge a rewrite of it, so libcst alone does. Asked only once a
+    # rewrite exists, i.e. after the input passed the pre-parse guards.
+    python_judges: bool | None = None
     for round_number in range(MAX_ROUNDS + 1):
         report = analyzer.check_source_with_nodes(current, path, package)
         if report.report.errors:
@@ -83,6 +84,8 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
             ]
             break
         new = apply_fixes(report.module, chosen, torch_bound(report))
+        if python_judges is None:
+            python_judges = compiles(source, path)
         problem = syntax_problem(new, path, python_judges)
         if problem is not None:
             result.errors.append(FileError(path, 0, f"fix produced invalid code ({problem}); file left unchanged"))
