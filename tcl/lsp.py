@@ -44,7 +44,7 @@ from .runner import AnalysisTimeout, _per_file_ignores, analyze_text, collect_fi
 SOURCE = "tcl"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.tcl"
 CHANGE_DELAY_S = 0.3  # typing pauses this long before a changed document is re-analysed
-FILE_TIMEOUT_S = 20.0  # CPU seconds, as `tcl check --file-timeout`
+FILE_TIMEOUT_S = 20.0  # wall-clock seconds, as `tcl check --file-timeout`
 UNANALYSABLE = "TCL000"  # the code flake8 shows for a file tcl could not analyse
 
 log = logging.getLogger(__name__)
