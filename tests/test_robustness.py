@@ -597,7 +597,11 @@ def _fix_error(err: str) -> str:
 
 @pytest.mark.parametrize("stall", ["sleep", "spin"])
 def test_fix_wall_clock_limit(tmp_path, monkeypatch, stall):
-    behaviour = (lambda: time.sleep(60)) if stall == "sleep" else (lambda: [0 for _ in iter(int, 1)])
+    def spin():
+        while True:
+            pass
+
+    behaviour = (lambda: time.sleep(60)) if stall == "sleep" else spin
     started = time.monotonic()
     status, out, err = _fix(tmp_path, monkeypatch, behaviour, "--apply", "--file-timeout", "1")
     assert time.monotonic() - started < 20
