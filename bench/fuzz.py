@@ -11,9 +11,10 @@ Three sources of programs, each wrapped so it lands inside a compiled region:
   torchish  a hypothesis grammar of torch-flavoured statements (tensor methods, .item(), print,
             branches on data, loops, with/try, closures, helpers, match) placed in forward(), a
             helper it calls, and a @torch.compile function
-  mutate    real model files (fixtures/*.py and the installed torch's torch/nn/modules/*.py)
-            with 1-5 random line deletions, duplications, token swaps, indent changes and
-            inserted hazards
+  mutate    real files (fixtures/*.py, the installed torch's torch/nn/modules/*.py, and with
+            --packages the .py files under 100 KB of other installed packages, each top-level
+            def compiled when the file has no torch code) with 1-5 random line deletions,
+            duplications, token swaps, indent changes and inserted hazards
   project   three-file packages (torchish bodies) whose traced code calls helpers and a base
             class in other files: checked through tcl.runner.run, so cross-file analysis runs
 
@@ -22,6 +23,12 @@ An outcome is one of: skipped (pre-filter), parse failure (a "cannot parse" File
 analyzer, recorded as one FileError line) or an escape (an exception out of check_source: the
 worst kind). Every distinct internal error or escape is shrunk line by line to a small
 reproducer, printed with its traceback, and written under --out.
+
+With --fix, every single-file program is also given to `tcl fix`'s driver (fix_source, in
+process, unsafe fixes included, so every fixer runs): its outcome is fix-changed, fix-unchanged
+or fix-refused (the analysis reported the file, as check does), or a crash: fix-escape (an
+exception out of fix_source), fix-invalid (a rewrite that does not parse, or that fix_source
+itself caught as invalid), fix-internal (an internal error or a fixer that raised).
 
 tests/test_fuzz.py runs a small seeded slice of the same generators.
 """
@@ -224,14 +231,29 @@ HAZARDS = ["print(x)", "x = x.item()", "if x.sum() > 0:\n    pass", "import pdb;
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
-def real_files(limit_torch: int | None = None) -> list[Path]:
+MAX_REAL_FILE_BYTES = 100_000  # bigger files would dominate the run's time
+
+
+def real_files(limit_torch: int | None = None, packages: tuple[str, ...] = ()) -> list[Path]:
     files = sorted((REPO / "fixtures").glob("*.py"))
     spec = importlib.util.find_spec("torch")  # without importing torch
     if spec is not None and spec.submodule_search_locations:
         modules = Path(list(spec.submodule_search_locations)[0]) / "nn" / "modules"
         torch_files = sorted(modules.glob("*.py"))
         files += torch_files[:limit_torch] if limit_torch is not None else torch_files
+    for name in packages:
+        spec = importlib.util.find_spec(name)  # found, never imported
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(list(spec.submodule_search_locations)[0])
+        files += sorted(p for p in root.rglob("*.py") if p.stat().st_size <= MAX_REAL_FILE_BYTES)
     return files
+
+
+def compiled_everywhere(source: str) -> str:
+    """A file without torch code, with its top-level defs compiled: otherwise the pre-filter
+    skips it and no rule ever runs on it."""
+    return source if "torch" in source else decorated(source)
 
 
 def mutate(source: str, rng: random.Random, count: int) -> str:
@@ -395,12 +417,52 @@ def classify(analyzer: Analyzer, source: str, path: str = "fuzz.py") -> Outcome:
     return Outcome("other-error", detail=message)
 
 
-def shrink(analyzer: Analyzer, source: str, signature: str, budget: float = 60.0) -> str:
+FIX_CRASHES = ("fix-escape", "fix-invalid", "fix-internal")
+
+
+def classify_fix(analyzer: Analyzer, source: str, path: str = "fuzz.py") -> Outcome:
+    """`tcl fix`'s driver on one program: it may refuse the file or change nothing, but no
+    exception may escape, and every rewrite must parse (and compile, when the input did)."""
+    from tcl.fixes.apply import compiles, fix_source, syntax_problem
+
+    _LAST_TRACEBACK[0] = ""
+    try:
+        result = fix_source(source, path, analyzer, unsafe=True)
+    except Exception as exc:
+        tb = "".join(traceback.format_exception(exc))
+        return Outcome("fix-escape", f"fix escape {type(exc).__name__} at {_frames(tb)}", str(exc)[:200], tb)
+    for error in result.errors:
+        text = str(error)
+        if "\n" in text or not text.startswith(path):
+            return Outcome("bad-error", "badly formed error line", text)
+        if "fix produced" in error.message:
+            return Outcome("fix-invalid", f"fix-invalid: {re.sub(r'[(].*', '', error.message)}", text)
+        if error.message.startswith("internal error"):
+            head = re.sub(r"(: [^:]*)$", "", error.message)
+            return Outcome("fix-internal", f"fix {head} at {_frames(_LAST_TRACEBACK[0])}", text, _LAST_TRACEBACK[0])
+    for warning in result.warnings:
+        if "fixer failed" in warning:
+            return Outcome("fix-internal", re.sub(r"^[^ ]* |: [^:]*$", "", warning), warning)
+    if result.errors:
+        return Outcome("fix-refused", detail=result.errors[0].message)
+    if not result.changed:
+        return Outcome("fix-unchanged")
+    problem = syntax_problem(result.fixed, path, compiles(source, path))
+    if problem is not None:
+        return Outcome("fix-invalid", "fix-invalid: rewrite does not parse", problem)
+    return Outcome("fix-changed", detail=str(len(result.applied)))
+
+
+def classify_any(analyzer: Analyzer, source: str, fix: bool) -> Outcome:
+    return classify_fix(analyzer, source) if fix else classify(analyzer, source)
+
+
+def shrink(analyzer: Analyzer, source: str, signature: str, budget: float = 60.0, fix: bool = False) -> str:
     """Delta debugging over lines (then characters of the longest line) keeping the signature."""
     deadline = time.monotonic() + budget
 
     def same(candidate: str) -> bool:
-        return time.monotonic() < deadline and classify(analyzer, candidate).signature == signature
+        return time.monotonic() < deadline and classify_any(analyzer, candidate, fix).signature == signature
 
     lines = source.splitlines(keepends=True)
     chunk = max(len(lines) // 2, 1)
@@ -456,9 +518,17 @@ def torchish_programs(count: int, seed: int, derandomize: bool = False) -> Itera
 
 def mutated_programs(count: int, seed: int, files: list[Path] | None = None) -> Iterator[str]:
     rng = random.Random(seed)
-    sources = [p.read_text(encoding="utf-8") for p in (files or real_files())]
+    sources = []
+    for path in files or real_files(packages=PACKAGES):
+        try:
+            sources.append(compiled_everywhere(path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
     for _ in range(count):
         yield mutate(rng.choice(sources), rng, rng.randint(1, 5))
+
+
+PACKAGES: tuple[str, ...] = ()  # --packages
 
 
 PROJECT_LAYERS = """import torch
@@ -535,7 +605,11 @@ class Tally:
     crashes: dict = field(default_factory=dict)  # signature -> (outcome, source, origin)
 
 
-def run(examples: int, seed: int, sources: list[str], out: Path | None, shrink_budget: float) -> Tally:
+CRASH_KINDS = ("internal-error", "escape", "bad-error") + FIX_CRASHES
+
+
+def run(examples: int, seed: int, sources: list[str], out: Path | None, shrink_budget: float,
+        fix: bool = False) -> Tally:
     install_traceback_capture()
     analyzer = Analyzer(Config())
     tally = Tally()
@@ -546,17 +620,23 @@ def run(examples: int, seed: int, sources: list[str], out: Path | None, shrink_b
         generated = 0
         for source in SOURCES[name](share[name], seed):
             generated += 1
-            outcome = classify(analyzer, source)
-            counts[outcome.kind] += 1
-            if outcome.kind in ("internal-error", "escape", "bad-error") and outcome.signature not in tally.crashes:
-                tally.crashes[outcome.signature] = (outcome, source, name)
-                print(f"  new crash ({name}): {outcome.signature}", flush=True)
+            outcomes = [classify(analyzer, source)]
+            if fix and not source.startswith(FILE_MARKER):
+                outcomes.append(classify_fix(analyzer, source))
+            for outcome in outcomes:
+                counts[outcome.kind] += 1
+                if outcome.kind in CRASH_KINDS and outcome.signature not in tally.crashes:
+                    tally.crashes[outcome.signature] = (outcome, source, name)
+                    print(f"  new crash ({name}): {outcome.signature}", flush=True)
+            if generated % 500 == 0:
+                print(f"  {name}: {generated} programs, {time.monotonic() - started:.0f} s", flush=True)
         tally.counts.update(counts)
         tally.per_source[name] = (generated, counts, time.monotonic() - started)
         print(f"{name}: {generated} programs in {time.monotonic() - started:.0f} s: {dict(counts)}", flush=True)
     for number, (signature, (outcome, source, name)) in enumerate(sorted(tally.crashes.items()), 1):
-        small = shrink(analyzer, source, signature, shrink_budget)
-        final = classify(analyzer, small)
+        on_fix = outcome.kind in FIX_CRASHES
+        small = shrink(analyzer, source, signature, shrink_budget, on_fix)
+        final = classify_any(analyzer, small, on_fix)
         print(f"\n=== crash {number} ({name}): {signature}\n--- reproducer ({len(small.splitlines())} lines):\n{small}"
               f"--- error line:\n{final.detail or outcome.detail}\n--- traceback:\n{final.traceback or outcome.traceback}")
         if out is not None:
@@ -573,18 +653,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sources", default="grammar,torchish,mutate,project")
     parser.add_argument("--out", help="directory for the shrunk reproducers of each crash")
     parser.add_argument("--shrink-seconds", type=float, default=60.0)
+    parser.add_argument("--fix", action="store_true", help="also run tcl fix's driver on each single-file program")
+    parser.add_argument("--packages", default="",
+                        help="comma-separated installed packages whose .py files the mutate source also uses")
     args = parser.parse_args(argv)
+    global PACKAGES
+    PACKAGES = tuple(p for p in args.packages.split(",") if p)
     sources = [s for s in args.sources.split(",") if s]
     unknown = set(sources) - set(SOURCES)
     if unknown:
         parser.error(f"unknown sources: {', '.join(sorted(unknown))}")
     started = time.monotonic()
-    tally = run(args.examples, args.seed, sources, Path(args.out) if args.out else None, args.shrink_seconds)
-    total = sum(tally.counts.values())
-    print(f"\nprograms tried: {total} in {time.monotonic() - started:.0f} s (seed {args.seed})")
-    for kind in ("analysed", "parse-failure", "skipped", "limit", "other-error", "internal-error", "escape", "bad-error"):
+    tally = run(args.examples, args.seed, sources, Path(args.out) if args.out else None, args.shrink_seconds, args.fix)
+    total = sum(generated for generated, _, _ in tally.per_source.values())
+    also = " (each checked, and fixed when single-file)" if args.fix else ""
+    print(f"\nprograms tried: {total}{also} in {time.monotonic() - started:.0f} s (seed {args.seed})")
+    kinds = ["analysed", "parse-failure", "skipped", "limit", "other-error", "internal-error", "escape", "bad-error"]
+    if args.fix:
+        kinds += ["fix-changed", "fix-unchanged", "fix-refused", *FIX_CRASHES]
+    for kind in kinds:
         print(f"  {kind:15} {tally.counts.get(kind, 0)}")
-    print(f"distinct crashes (internal errors + escapes + malformed error lines): {len(tally.crashes)}")
+    print(f"distinct crashes (internal errors + escapes + malformed error lines{' + fix crashes' * args.fix}): "
+          f"{len(tally.crashes)}")
     return 1 if tally.crashes else 0
 
 

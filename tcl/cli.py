@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from . import __version__, torch_version
-from .config import MODES, Config, ConfigError, find_pyproject, load, parse_assumption, validate
+from .config import MODES, Config, ConfigError, check_codes, find_pyproject, load, parse_assumption, validate
 from .report import write_github, write_json, write_sarif, write_text
 from .rules import ALL_RULES, BY_CODE
 from .verify import add_verify_parser, cmd_verify
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", help="where to keep the cache (default: .tcl_cache/ beside pyproject.toml, else in cwd)")
     check.add_argument(
         "--file-timeout", type=float, default=20.0, metavar="SECONDS",
-        help="report a file whose analysis takes more CPU time as an error and go on (default: 20; 0: no limit)",
+        help="report a file whose reading or analysis takes longer (wall-clock seconds) as an error and go on (default: 20; 0: no limit)",
     )
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument(
@@ -107,11 +107,11 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
             raise ConfigError(f"{args.config}: no such file")
         config = load(pyproject)
     if args.select:
-        config.select = _split(args.select)
+        config.select = _split(args.select, "--select")
     if args.extend_select:
-        config.select = config.select + _split(args.extend_select)
+        config.select = config.select + _split(args.extend_select, "--extend-select")
     if args.ignore:
-        config.ignore = config.ignore + _split(args.ignore)
+        config.ignore = config.ignore + _split(args.ignore, "--ignore")
     if args.exclude:
         config.exclude = config.exclude + [p for p in args.exclude.split(",") if p]
     if args.torch_version:
@@ -125,8 +125,10 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
     return config
 
 
-def _split(text: str) -> list[str]:
-    return [part.strip().upper() for part in text.split(",") if part.strip()]
+def _split(text: str, option: str) -> list[str]:
+    codes = [part.strip().upper() for part in text.split(",") if part.strip()]
+    check_codes(codes, "command line", option)  # `--select ZZZ` is a typo, not an empty selection
+    return codes
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -70,37 +70,113 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def load(pyproject: Path | None) -> Config:
+    """[tool.tcl] of `pyproject`, every key's type checked: a ConfigError names the file, the
+    key and what was expected, in one line; a string stands for a one-item list."""
     config = Config()
     if pyproject is None:
         return config
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: {exc}") from None
-    section = data.get("tool", {}).get("tcl")
+        raw = pyproject.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: not UTF-8 (byte {raw[exc.start]:#04x} on line {line})") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read [tool.tcl]: {_one_line(exc)}") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: tool: expected a table ([tool.tcl]), got {_shown(tool)}")
+    section = tool.get("tcl")
     if section is None:
         return config
+    if not isinstance(section, dict):
+        raise ConfigError(f"{pyproject}: tool.tcl: expected a table ([tool.tcl]), got {_shown(section)}")
     unknown = set(section) - KEYS
     if unknown:
         raise ConfigError(f"{pyproject}: unknown [tool.tcl] keys: {', '.join(sorted(unknown))}")
+    where = str(pyproject)
     config.source = pyproject
-    config.select = _codes(section.get("select", config.select), pyproject) + _codes(section.get("extend-select", []), pyproject)
-    config.ignore = _codes(section.get("ignore", []), pyproject)
-    config.exclude = list(section.get("exclude", [])) + list(section.get("extend-exclude", []))
-    config.torch_version = section.get("torch-version")
-    config.mode = section.get("mode", "default")
-    config.per_file_ignores = {k: _codes(v, pyproject) for k, v in section.get("per-file-ignores", {}).items()}
-    config.assume = section.get("assume", {})
-    validate(config, str(pyproject))
+    config.select = (_codes(section["select"], where, "select") if "select" in section else config.select) + \
+        _codes(section.get("extend-select", []), where, "extend-select")
+    config.ignore = _codes(section.get("ignore", []), where, "ignore")
+    config.exclude = _strings(section.get("exclude", []), where, "exclude") + \
+        _strings(section.get("extend-exclude", []), where, "extend-exclude")
+    if "torch-version" in section:
+        config.torch_version = _version(section["torch-version"], where)
+    config.mode = _string(section.get("mode", "default"), where, "mode", f"one of {', '.join(MODES)}")
+    config.per_file_ignores = _per_file_ignores(section.get("per-file-ignores", {}), where)
+    assume = section.get("assume", {})
+    if not isinstance(assume, dict):
+        raise ConfigError(f"{where}: assume: expected a table, e.g. assume = {{ training = false }}, got {_shown(assume)}")
+    config.assume = assume
+    validate(config, where)
     return config
 
 
-def _codes(value, where) -> list[str]:
+def _shown(value) -> str:
+    """`float 2.13`: the TOML type (as Python names it) and the value, short and on one line."""
+    text = _one_line(repr(value))
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _one_line(value) -> str:
+    return " ".join(str(value).split())
+
+
+def _strings(value, where: str, key: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key}: expected a list of strings, got {_shown(value)}")
+    return list(value)
+
+
+def _string(value, where: str, key: str, expected: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key}: expected a string ({expected}), got {_shown(value)}")
+    return value
+
+
+def _version(value, where: str) -> str:
+    if not isinstance(value, str):
+        hint = f' (write it quoted: torch-version = "{value}")' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        raise ConfigError(f'{where}: torch-version: expected a string "X.Y", got {_shown(value)}{hint}')
+    return value
+
+
+def _codes(value, where: str, key: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: expected a list of rule codes, got {value!r}")
-    return [v.strip().upper() for v in value]
+        raise ConfigError(f"{where}: {key}: expected a list of rule codes, got {_shown(value)}")
+    codes = [v.strip().upper() for v in value]
+    check_codes(codes, where, key)
+    return codes
+
+
+def _per_file_ignores(value, where: str) -> dict[str, list[str]]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: per-file-ignores: expected a table of pattern = [codes], '
+                          f'e.g. per-file-ignores = {{ "tests/*" = ["TCL101"] }}, got {_shown(value)}')
+    return {pattern: _codes(codes, where, f"per-file-ignores.{pattern}") for pattern, codes in value.items()}
+
+
+def check_codes(codes: list[str], where: str, key: str) -> None:
+    """A code or prefix is known if some rule's code starts with it (`TCL`, `TCL1`, `TCL101`)."""
+    unknown = [code for code in codes if not _known_code(code)]
+    if unknown:
+        raise ConfigError(f"{where}: {key}: unknown rule code{'s' * (len(unknown) > 1)} {', '.join(unknown)} "
+                          "(`tcl rules` lists them)")
+
+
+def _known_code(code: str) -> bool:
+    if code and "TCL".startswith(code):
+        return True  # every rule: no need to import the rules (flake8 imports nothing heavy)
+    from .rules import ALL_RULES
+
+    return bool(code) and any(rule.code.startswith(code) for rule in ALL_RULES)
 
 
 def parse_assumption(text: str) -> tuple[str, object]:
@@ -132,9 +208,9 @@ def validate(config: Config, where: str) -> None:
             f"not {config.assume['dtype']!r}"
         )
     if config.mode not in MODES:
-        raise ConfigError(f"{where}: mode must be one of {', '.join(MODES)}, not {config.mode!r}")
+        raise ConfigError(f"{where}: mode: expected one of {', '.join(MODES)}, got {config.mode!r}")
     if config.torch_version is not None:
         try:
             torch_version.parse(str(config.torch_version))
         except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise ConfigError(f"{where}: torch-version: {exc}") from None

@@ -16,6 +16,8 @@ from .dataflow import Kind, join
 from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .incremental_parse import parse_incrementally
+from .guards import boolean_operators, refusal
+from .limits import interruption
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
 from .project import Project, ProjectScan
 from .noqa import NoqaMap
@@ -104,8 +106,11 @@ class Analyzer:
             report.findings = []
             report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
         except BaseException as exc:  # a tcl bug: one line that names the rule; the run goes on
-            if not _is_bug(exc):
+            if not _is_bug(exc) or isinstance(exc, MemoryError):  # a limit, for the caller to report
                 raise
+            stop = interruption(exc)
+            if stop is not None:  # a timeout that the code it interrupted turned into another error
+                raise stop from None
             report.findings = []
             report.errors.append(_internal_error(path, module, exc))
         return report
@@ -279,16 +284,14 @@ def _message(candidate: Candidate) -> tuple[str, str]:
     return message, note
 
 
-# libcst's native parser recurses once per nesting level. Shapes CPython nests too (`1+1+...`,
-# `a.b.c...`, `f()()...`, `-(-(...))`, elif chains, lambdas) are refused by _beyond_parser_limits
-# when CPython refuses them; libcst parses what CPython accepts of those. The one shape CPython
-# keeps flat but libcst nests is a boolean chain: `a and a and ...` with 10,000 terms overflows
-# the 8 MB main-thread stack, which is a segfault, not an exception. A file with many `and`/`or`
-# is parsed in a thread with this much (virtual, lazily committed) stack, measured to hold
-# 100,000 levels; a fresh stack costs ~2 ms a parse, so other files are parsed where they are.
+# libcst's native parser recurses once per nesting level; what it cannot take is refused first by
+# tcl.guards.refusal. The one shape CPython keeps flat but libcst nests that tcl still parses is
+# a boolean chain: `a and a and ...` with 10,000 terms overflows the 8 MB main-thread stack, which
+# is a segfault, not an exception. A file with many `and`/`or` is parsed in a thread with this
+# much (virtual, lazily committed) stack, measured to hold 100,000 levels; a fresh stack costs
+# ~2 ms a parse, so other files are parsed where they are.
 PARSE_STACK_BYTES = 512 * 2**20
 DEEP_STACK_BOOLEAN_OPERATORS = 2_000  # more `and`/`or` than this in a file: the big stack
-MAX_BOOLEAN_OPERATORS = 50_000  # more than this: refused
 _STACK_LOCK = threading.Lock()
 SETTLED_LIMIT = 20_000  # settled helper results kept per process
 
@@ -393,11 +396,11 @@ def parse_source(path: str, source: str, statements=None):
     `ast` tree the crash guard builds anyway; positions reuse it instead of parsing again.
     `statements`: an incremental_parse.StatementMemo, to re-parse only changed statements.
     """
-    beyond, tree = _beyond_parser_limits(path, source)
-    if beyond is not None:
-        return None, beyond, None
+    refused, tree = refusal(path, source)
+    if refused is not None:
+        return None, refused, None
     try:
-        if source.count(" and ") + source.count(" or ") > DEEP_STACK_BOOLEAN_OPERATORS:
+        if boolean_operators(source) > DEEP_STACK_BOOLEAN_OPERATORS:
             return _parse_with_deep_stack(source), None, tree
         if statements is not None:
             return parse_incrementally(source, tree, statements, path), None, tree
@@ -441,31 +444,6 @@ def _parse_with_deep_stack(source: str) -> cst.Module:
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["module"]  # type: ignore[return-value]
-
-
-def _beyond_parser_limits(path: str, source: str):
-    """Input CPython itself refuses as too deep, found by its C parser (about 1/14 of a libcst
-    parse). libcst's native parser would recurse on it until the C stack overflows -- a
-    segfault, not an exception -- or run for minutes (`1+1+...` with 10,000 terms)."""
-    try:
-        with warnings.catch_warnings():  # SyntaxWarnings about the checked code are not tcl's output
-            warnings.simplefilter("ignore")
-            tree = compile(source, path, "exec", ast.PyCF_ONLY_AST)
-    except RecursionError:
-        return FileError(path, 0, "cannot parse: expressions nested too deeply (Python cannot compile this file either)"), None
-    except MemoryError:
-        return FileError(path, 0, "cannot parse: file too large to parse"), None
-    except SyntaxError as exc:
-        # "too many nested parentheses", "too many levels of indentation"; other syntax errors
-        # (or syntax newer than this Python) are left to libcst.
-        if (exc.msg or "").startswith("too many"):
-            return FileError(path, exc.lineno or 0, f"cannot parse: {exc.msg}"), None
-        tree = None
-    except Exception:  # ValueError (NUL bytes) and the like: libcst decides
-        tree = None
-    if source.count(" and ") + source.count(" or ") > MAX_BOOLEAN_OPERATORS:
-        return FileError(path, 0, f"cannot parse: more than {MAX_BOOLEAN_OPERATORS:,} `and`/`or` operators (too large for libcst's parser)"), None
-    return None, tree
 
 
 def _is_bug(exc: BaseException) -> bool:

@@ -5,58 +5,24 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
-import signal
-import threading
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from .config import Config
 from .engine import Analyzer, FileReport
 from .files import DEFAULT_EXCLUDES, Excluder, Problem, SourceError, discover, package_of, read_source
 from .findings import FileError
+from .limits import AnalysisTimeout, interruption, time_limit  # noqa: F401  (AnalysisTimeout: tcl.lsp)
 from .project import ProjectScan, scan
 from .project_root import project_root, reaching_files
 
 # Below this many files, starting worker processes costs more than it saves.
 PARALLEL_THRESHOLD = 24
 CHUNK = 8
-DEFAULT_FILE_TIMEOUT = 20.0  # CPU seconds; `tcl check --file-timeout`
+DEFAULT_FILE_TIMEOUT = 20.0  # wall-clock seconds; `tcl check --file-timeout`
 WORKER_CRASHED = "internal error: the analysis crashed its worker process (native crash or out of memory)"
-
-
-class AnalysisTimeout(BaseException):
-    """Raised by the timer signal in the process analysing a file. A BaseException, so that no
-    `except Exception` inside the analyzer swallows it."""
-
-
-@contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise AnalysisTimeout after `seconds` of this process's CPU time (ITIMER_PROF: a loaded
-    machine does not make files time out). POSIX main thread only; elsewhere no limit. Native
-    code (libcst's parser) is interrupted when it returns to Python."""
-    if (
-        not seconds or seconds <= 0 or not hasattr(signal, "setitimer")
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        yield
-        return
-
-    def expired(signum, frame):
-        raise AnalysisTimeout()
-
-    previous = signal.signal(signal.SIGPROF, expired)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
-        yield
-    finally:
-        try:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-        finally:
-            signal.signal(signal.SIGPROF, previous)
 
 
 @dataclass
@@ -121,9 +87,20 @@ def analyze_text(source: str, path: str, analyzer: Analyzer, timeout: float | No
         with time_limit(timeout):
             return analyzer.check_source(source, path, _package(path))
     except AnalysisTimeout:
-        return FileReport(path, errors=[FileError(path, 0, f"analysis timed out after {timeout:g} s")])
+        return timed_out(path, timeout)
+    except MemoryError:
+        return FileReport(path, errors=[FileError(path, 0, "analysis ran out of memory")])
     except Exception as exc:  # an analyzer bug must not end the run
+        stop = interruption(exc)
+        if isinstance(stop, AnalysisTimeout):
+            return timed_out(path, timeout)
+        if stop is not None:
+            raise stop from None
         return FileReport(path, errors=[FileError(path, 0, _one_line(f"internal error: {type(exc).__name__}: {exc}"))])
+
+
+def timed_out(path: str, timeout: float | None) -> FileReport:
+    return FileReport(path, errors=[FileError(path, 0, f"analysis timed out after {timeout:g} s (wall clock)")])
 
 
 def _one_line(text: str) -> str:
@@ -149,10 +126,20 @@ def _read_and_analyze(path: str, analyzer: Analyzer, timeout: float | None) -> t
     from .cache import content_hash
 
     try:
-        source = read_source(path)
+        source = read_bounded(path, timeout)
     except SourceError as exc:
         return FileReport(path, errors=[FileError(path, 0, str(exc))]), None
     return analyze_text(source, path, analyzer, timeout), content_hash(source)
+
+
+def read_bounded(path: str, timeout: float | None) -> str:
+    """read_source under the wall-clock limit: a read that blocks (a file swapped for a FIFO
+    mid-run) is a SourceError after `timeout` seconds, not a hang."""
+    try:
+        with time_limit(timeout):
+            return read_source(path)
+    except AnalysisTimeout:
+        raise SourceError(f"reading timed out after {timeout:g} s (wall clock)") from None
 
 
 def _worker_check(paths: list[str]) -> list[tuple[str, FileReport, str | None]]:
@@ -177,7 +164,20 @@ def collect_files(paths: list[str], config: Config, root: str = ".") -> tuple[li
             errors.append(FileError(item.path, 0, item.message))
         else:
             files.append(item)
-    return list(dict.fromkeys(files)), errors
+    return unique_files(files), errors
+
+
+def unique_files(files: list[str]) -> list[str]:
+    """Each file once, under the first name it was given by: `good.py ./good.py`, a directory
+    and a file inside it, or a symlink and its target are one file (normalized real path)."""
+    seen: set[str] = set()
+    unique = []
+    for path in files:
+        key = os.path.normcase(os.path.realpath(path))
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 
@@ -191,7 +191,7 @@ def run(
     file_timeout: float | None = None,
 ) -> RunResult:
     """Check every file under `paths`. `cache`: a tcl.cache.Cache (None: no cache);
-    `file_timeout`: CPU seconds one file's analysis may take (None: no limit)."""
+    `file_timeout`: wall-clock seconds one file's reading and analysis may take (None: no limit)."""
     with warnings.catch_warnings():
         _quiet_about_checked_code()
         return _run(paths, config, jobs, root, cache, file_timeout)
@@ -218,7 +218,7 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
 
         for path in scanned:
             try:
-                hashes[path] = content_hash(read_source(path))
+                hashes[path] = content_hash(read_bounded(path, file_timeout))
             except SourceError:
                 hashes[path] = None
         project = (

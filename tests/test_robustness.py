@@ -15,6 +15,7 @@ import textwrap
 import time
 
 import pytest
+from pathlib import Path
 
 from tcl import runner
 from tcl.cache import Cache, content_hash
@@ -111,7 +112,7 @@ def test_and_chain_10k_terms_is_no_segfault(tmp_path):
 
 @pytest.mark.parametrize("count", [60_000])
 def test_and_chain_beyond_the_stack_is_refused(tmp_path, count):
-    source = "import torch\nx = " + " and ".join(["a"] * count) + "\n"
+    source = "import torch\nx = (" + " and\n".join(["a"] * count) + ")\n"  # short lines: this guard, not the line's
     line = one_error(check_tree(tmp_path, "chain.py", source), "chain.py")
     assert "`and`/`or` operators" in line
 
@@ -323,7 +324,7 @@ def test_file_timeout_reports_one_line_and_goes_on(tmp_path, monkeypatch, jobs):
     started = time.monotonic()
     result = runner.run([str(tmp_path)], Config(), jobs=jobs, file_timeout=0.5)
     assert time.monotonic() - started < 25
-    assert [str(e) for e in result.all_errors] == [f"{tmp_path / 'slow.py'}: analysis timed out after 0.5 s"]
+    assert [str(e) for e in result.all_errors] == [f"{tmp_path / 'slow.py'}: analysis timed out after 0.5 s (wall clock)"]
     assert len(result.findings) == count
 
 
@@ -448,3 +449,401 @@ def test_cache_entries_are_plain_json(tmp_path):
     data = json.loads(entry.read_text())
     assert data["path"] == "a.py"
     assert data["report"]["findings"][0]["code"] == "TCL101"
+
+
+# -- issue 14: the same pre-parse guards in every entry point ---------------------------------
+GUARDED = {
+    "import_7000_parts.py": "import torch\nimport " + ".".join(["a"] * 7000) + "\n",  # libcst segfaulted
+    "from_1000_parts.py": "import torch\nfrom " + ".".join(["a"] * 1000) + " import b\n",  # fix: RecursionError
+    "line_250k.py": "import torch\ny = [" + "1, " * 84_000 + "]\n",  # minutes and gigabytes in fix
+    "line_10mb.py": "import torch\ny = [" + "1, " * 3_500_000 + "]\n",  # 18.6 GB in fix; refused in < 1 s
+}
+
+
+def _one_line_naming(stderr: str, name: str, line: int) -> None:
+    mine = [text for text in stderr.splitlines() if text.startswith(name + ":")]
+    assert len(mine) == 1, stderr
+    assert mine[0].startswith(f"{name}:{line}: cannot parse: "), mine
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_guards_refuse_before_libcst_in_check_and_fix(tmp_path, name):
+    (tmp_path / name).write_text(GUARDED[name])
+    (tmp_path / "good.py").write_text(GOOD)
+    for command in (["check", "--no-cache", "-j1"], ["fix"]):
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "tcl", *command, "--no-config", name, "good.py"],
+                                capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert time.monotonic() - started < 30, command  # refused before any costly parse
+        assert result.returncode == 2, (command, result.returncode, result.stderr)
+        assert "Traceback" not in result.stderr
+        _one_line_naming(result.stderr, name, 2)
+        assert "good.py" in result.stdout  # the run went on: good.py's finding, or its diff
+    assert (tmp_path / name).read_text() == GUARDED[name]
+
+
+def test_guards_in_check_with_workers(tmp_path):
+    _write_tree(tmp_path, runner.PARALLEL_THRESHOLD + 2)
+    (tmp_path / "deep.py").write_text(GUARDED["import_7000_parts.py"])
+    result = runner.run([str(tmp_path)], Config(), jobs=2)
+    assert [str(e) for e in result.all_errors] == [
+        f"{tmp_path / 'deep.py'}:2: cannot parse: a dotted name of more than 100 parts (too deep for libcst's parser)"]
+    assert len(result.findings) == runner.PARALLEL_THRESHOLD + 2
+
+
+@pytest.mark.parametrize("select", [["--select", "TCL"], []])  # flake8's default selection runs tcl too
+def test_guards_in_flake8(tmp_path, select):
+    (tmp_path / "deep.py").write_text(GUARDED["import_7000_parts.py"])
+    (tmp_path / "good.py").write_text(GOOD)
+    result = subprocess.run([sys.executable, "-m", "flake8", *select, "--no-show-source", "deep.py", "good.py"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "deep.py:2:1: TCL000 tcl could not analyse this file: cannot parse: a dotted name" in result.stdout
+    assert "good.py:5:5: TCL101" in result.stdout
+
+
+def _lsp_message(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _lsp_messages(stream):
+    while True:
+        headers = {}
+        while True:
+            line = stream.readline()
+            if not line:
+                return
+            if line in (b"\r\n", b"\n"):
+                break
+            key, _, value = line.decode().partition(":")
+            headers[key.strip().lower()] = value.strip()
+        yield json.loads(stream.read(int(headers["content-length"])))
+
+
+def test_guards_in_the_lsp(tmp_path):
+    pytest.importorskip("pygls")
+    document = tmp_path / "deep.py"
+    document.write_text(GUARDED["import_7000_parts.py"])
+    server = subprocess.Popen([sys.executable, "-m", "tcl", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, cwd=tmp_path)
+    import threading
+
+    watchdog = threading.Timer(120, server.kill)  # a server that never answers fails, not hangs
+    watchdog.start()
+    try:
+        server.stdin.write(_lsp_message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}))
+        server.stdin.write(_lsp_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.write(_lsp_message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+            "textDocument": {"uri": document.as_uri(), "languageId": "python", "version": 1,
+                             "text": GUARDED["import_7000_parts.py"]}}}))
+        server.stdin.flush()
+        # The server analyses on a worker thread: wait for the diagnostics, then shut it down.
+        diagnostics, shut_down = None, False
+        for message in _lsp_messages(server.stdout):
+            if message.get("method") == "textDocument/publishDiagnostics":
+                diagnostics = message["params"]["diagnostics"]
+                server.stdin.write(_lsp_message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+                server.stdin.flush()
+            if message.get("id") == 2:
+                shut_down = True
+                break
+        assert shut_down, "the server died"
+        assert [d["message"] for d in diagnostics] == [
+            "tcl could not analyse this file: cannot parse: a dotted name of more than 100 parts (too deep for libcst's parser)"]
+        assert diagnostics[0]["range"]["start"]["line"] == 1
+    finally:
+        watchdog.cancel()
+        server.kill()
+        server.wait()
+
+
+def test_guards_cost_little_on_a_big_real_file():
+    from tcl.guards import refusal
+
+    source = Path(PrintCall.__module__.replace(".", "/") + ".py")
+    text = (Path(__file__).resolve().parent.parent / source).read_text() * 40  # ~0.5 MB of real code
+    started = time.process_time()
+    assert refusal("big.py", text)[0] is None
+    assert time.process_time() - started < 5
+
+
+# -- issue 14: tcl fix bounded per file --------------------------------------------------------
+def _fix(tmp_path, monkeypatch, behaviour, *options):
+    """`tcl fix` in process over boom.py and good.py, PrintCall's fixer doing `behaviour` on
+    boom.py (the fix's child process inherits the patch); (exit status, stdout, stderr)."""
+    import io
+
+    from tcl.cli import build_parser, resolve_config
+    from tcl.fixes.command import run_fix
+    from tcl.rules.side_effects import PrintCall as Rule
+
+    original = Rule.fixer
+
+    def fixer(finding, node, ctx):
+        if finding.path.endswith("boom.py"):
+            behaviour()
+        return original(finding, node, ctx)
+
+    monkeypatch.setattr(Rule, "fixer", staticmethod(fixer))
+    (tmp_path / "boom.py").write_text(BOOM)
+    (tmp_path / "good.py").write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["fix", "--no-config", *options, "boom.py", "good.py"])
+    out, err = io.StringIO(), io.StringIO()
+    status = run_fix(args, resolve_config(args, args.paths), out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def _fix_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("boom.py")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("stall", ["sleep", "spin"])
+def test_fix_wall_clock_limit(tmp_path, monkeypatch, stall):
+    def spin():
+        while True:
+            pass
+
+    behaviour = (lambda: time.sleep(60)) if stall == "sleep" else spin
+    started = time.monotonic()
+    status, out, err = _fix(tmp_path, monkeypatch, behaviour, "--apply", "--file-timeout", "1")
+    assert time.monotonic() - started < 20
+    assert status == 2
+    assert _fix_error(err) == "boom.py: fix timed out after 1 s (wall clock); file left unchanged"
+    assert (tmp_path / "boom.py").read_text() == BOOM  # untouched
+    assert "is_compiling" in (tmp_path / "good.py").read_text()  # the run went on
+
+
+def test_fix_memory_limit(tmp_path, monkeypatch):
+    def grow():
+        hoard = []
+        while True:
+            hoard.append(bytearray(2**24))
+
+    status, out, err = _fix(tmp_path, monkeypatch, grow, "--apply", "--file-memory", "256")
+    assert status == 2
+    assert _fix_error(err) == "boom.py: fix needed more than 256 MiB of memory; file left unchanged"
+    assert (tmp_path / "boom.py").read_text() == BOOM
+    assert "is_compiling" in (tmp_path / "good.py").read_text()
+
+
+def test_fix_native_crash_costs_only_its_file(tmp_path, monkeypatch):
+    status, out, err = _fix(tmp_path, monkeypatch, lambda: os.kill(os.getpid(), 11), "--apply")
+    assert status == 2
+    assert _fix_error(err) == "boom.py: internal error: the fix crashed its process (killed by SIGSEGV); file left unchanged"
+    assert (tmp_path / "boom.py").read_text() == BOOM
+    assert "is_compiling" in (tmp_path / "good.py").read_text()
+
+
+def test_fix_of_deep_nesting_python_accepts(tmp_path):
+    # 150 nested lists: CPython compiles it (limit 200); libcst's visitors need ~900 frames
+    source = GOOD + "y = " + "[" * 150 + "]" * 150 + "\nz = x" + "[0]" * 500 + "\n"
+    (tmp_path / "deep.py").write_text(source)
+    result = subprocess.run([sys.executable, "-m", "tcl", "fix", "--no-config", "--apply", "deep.py"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 1, result.stderr  # a file changed
+    assert result.stderr == "tcl fix: fixed 1 finding in 1 file; 0 remaining\n"
+
+
+def test_fix_summary_counts_the_findings_of_a_file_it_could_not_fix(tmp_path, monkeypatch):
+    import tcl.fixes.apply as apply
+
+    monkeypatch.setattr(apply, "syntax_problem", lambda *a, **k: "invented problem")
+    status, out, err = _fix(tmp_path, monkeypatch, lambda: None, "--apply")
+    assert status == 2
+    assert err.splitlines()[-1] == "tcl fix: fixed 0 findings in 0 files; 2 remaining"
+
+
+PEP_695 = textwrap.dedent('''\
+    import torch
+
+    type Vector = list[float]
+
+    @torch.compile
+    def step[T](x: T):
+        print(x)
+        return x
+''')
+
+
+def test_fix_handles_pep_695_as_check_does(tmp_path):
+    (tmp_path / "generic.py").write_text(PEP_695)
+    check = tcl("--no-cache", "generic.py", cwd=tmp_path)
+    assert check.returncode == 1 and "generic.py:7:5: TCL101" in check.stdout
+    fix = subprocess.run([sys.executable, "-m", "tcl", "fix", "--no-config", "--apply", "generic.py"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert fix.returncode == 1, fix.stderr  # a file changed
+    assert fix.stderr == "tcl fix: fixed 1 finding in 1 file; 0 remaining\n"
+    assert "def step[T](x: T):\n    if not torch.compiler.is_compiling():\n        print(x)" in (tmp_path / "generic.py").read_text()
+
+
+# -- issue 14: timeouts are wall-clock and reported as timeouts ---------------------------------
+def test_file_timeout_counts_wall_clock_time(tmp_path, monkeypatch):
+    _broken_print_rule(monkeypatch, lambda: time.sleep(60))  # no CPU time: ITIMER_PROF never fired
+    _write_tree(tmp_path, 2, special=BOOM)
+    started = time.monotonic()
+    result = runner.run([str(tmp_path)], Config(), jobs=1, file_timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert [str(e) for e in result.all_errors] == [f"{tmp_path / 'slow.py'}: analysis timed out after 0.5 s (wall clock)"]
+    assert len(result.findings) == 2
+
+
+def test_a_timeout_masked_by_the_code_it_interrupted_is_a_timeout(tmp_path, monkeypatch):
+    def interrupted_cleanup():  # as libcst's position codegen: a KeyError from a context manager's exit
+        try:
+            time.sleep(60)
+        finally:
+            raise KeyError("IndentedBlock(...)")
+
+    _broken_print_rule(monkeypatch, interrupted_cleanup)
+    report = runner.analyze_text(BOOM, "boom.py", Analyzer(Config()), 0.5)
+    assert [str(e) for e in report.errors] == ["boom.py: analysis timed out after 0.5 s (wall clock)"]
+
+
+def test_blocked_read_times_out(tmp_path, monkeypatch):
+    # a read that never returns (a file swapped for a FIFO mid-run, a hung network mount)
+    monkeypatch.setattr(runner, "read_source", lambda path: time.sleep(60))
+    started = time.monotonic()
+    report, digest = runner._read_and_analyze(str(tmp_path / "m.py"), Analyzer(Config()), 0.5)
+    assert time.monotonic() - started < 10
+    assert [str(e) for e in report.errors] == [f"{tmp_path / 'm.py'}: reading timed out after 0.5 s (wall clock)"]
+    assert digest is None
+
+
+# -- issue 14: smaller items ------------------------------------------------------------------
+def test_one_file_under_two_names_is_checked_once(tmp_path):
+    (tmp_path / "good.py").write_text(GOOD)
+    result = tcl("--no-cache", "good.py", "./good.py", str(tmp_path / "good.py"), cwd=tmp_path)
+    assert result.stdout.count("TCL101") == 1, result.stdout
+
+
+def test_python_m_tcl_never_imports_the_checked_directory(tmp_path):
+    (tmp_path / "libcst.py").write_text("import sys\nsys.stderr.write('IMPORTED\\n')\nraise SystemExit(99)\n")
+    (tmp_path / "good.py").write_text(GOOD)
+    result = tcl("--no-cache", "good.py", cwd=tmp_path)
+    assert "IMPORTED" not in result.stderr
+    assert result.returncode == 1 and GOOD_LINE in result.stdout
+
+
+# -- issue 14: broken configs are one line naming the key, exit 2, never a traceback -----------
+BROKEN_CONFIGS = [  # (id, pyproject.toml content, what the one line must name)
+    ("version-float", "[tool.tcl]\ntorch-version = 2.13\n", 'torch-version: expected a string "X.Y", got float 2.13'),
+    ("version-int", "[tool.tcl]\ntorch-version = 2\n", "torch-version: expected a string"),
+    ("version-word", '[tool.tcl]\ntorch-version = "abc"\n', "torch-version: not a torch version: 'abc'"),
+    ("version-empty", '[tool.tcl]\ntorch-version = ""\n', "torch-version: not a torch version"),
+    ("version-bool", "[tool.tcl]\ntorch-version = true\n", "torch-version: expected a string"),
+    ("version-list", "[tool.tcl]\ntorch-version = [2, 13]\n", "torch-version: expected a string"),
+    ("select-int", "[tool.tcl]\nselect = 5\n", "select: expected a list of rule codes, got int 5"),
+    ("select-mixed", '[tool.tcl]\nselect = ["TCL1", 3]\n', "select: expected a list of rule codes"),
+    ("select-unknown", '[tool.tcl]\nselect = ["ZZZ"]\n', "select: unknown rule code ZZZ"),
+    ("ignore-table", "[tool.tcl]\nignore = { a = 1 }\n", "ignore: expected a list of rule codes"),
+    ("ignore-unknown", '[tool.tcl]\nignore = ["TCL101", "TCL999"]\n', "ignore: unknown rule code TCL999"),
+    ("extend-select-bool", "[tool.tcl]\nextend-select = true\n", "extend-select: expected a list of rule codes"),
+    ("exclude-int", "[tool.tcl]\nexclude = 3\n", "exclude: expected a list of strings, got int 3"),
+    ("exclude-mixed", '[tool.tcl]\nexclude = ["build", 1]\n', "exclude: expected a list of strings"),
+    ("extend-exclude-table", "[tool.tcl]\nextend-exclude = { x = 1 }\n", "extend-exclude: expected a list of strings"),
+    ("mode-word", '[tool.tcl]\nmode = "nonsense"\n', "mode: expected one of default, fullgraph, got 'nonsense'"),
+    ("mode-int", "[tool.tcl]\nmode = 1\n", "mode: expected a string"),
+    ("per-file-ignores-list", '[tool.tcl]\nper-file-ignores = ["x"]\n', "per-file-ignores: expected a table"),
+    ("per-file-ignores-string", '[tool.tcl]\nper-file-ignores = "x"\n', "per-file-ignores: expected a table"),
+    ("per-file-ignores-int-value", '[tool.tcl.per-file-ignores]\n"tests/*" = 1\n',
+     "per-file-ignores.tests/*: expected a list of rule codes, got int 1"),
+    ("per-file-ignores-table-value", '[tool.tcl.per-file-ignores]\n"tests/*" = { a = 1 }\n',
+     "per-file-ignores.tests/*: expected a list of rule codes"),
+    ("per-file-ignores-unknown", '[tool.tcl.per-file-ignores]\n"tests/*" = ["ZZZ"]\n',
+     "per-file-ignores.tests/*: unknown rule code ZZZ"),
+    ("assume-string", '[tool.tcl]\nassume = "inference"\n', "assume: expected a table"),
+    ("assume-training-string", '[tool.tcl]\nassume = { training = "no" }\n', "assume.training must be true or false"),
+    ("assume-training-int", "[tool.tcl]\nassume = { training = 0 }\n", "assume.training must be true or false"),
+    ("assume-dtype", '[tool.tcl]\nassume = { dtype = "int8" }\n', "assume.dtype must be a floating dtype"),
+    ("assume-dtype-int", "[tool.tcl]\nassume = { dtype = 3 }\n", "assume.dtype must be a floating dtype"),
+    ("assume-device", '[tool.tcl]\nassume = { device = "tpu" }\n', "assume.device must be one of"),
+    ("assume-unknown-key", "[tool.tcl]\nassume = { color = 1 }\n", "unknown assume keys: color"),
+    ("unknown-key", '[tool.tcl]\nselct = ["TCL1"]\n', "unknown [tool.tcl] keys: selct"),
+    ("tool-not-a-table", 'tool = "tcl"\n', "tool: expected a table"),
+    ("tcl-not-a-table", "[tool]\ntcl = 1\n", "tool.tcl: expected a table"),
+    ("toml-unclosed-list", "[tool.tcl]\nselect = [\n", "cannot read [tool.tcl]"),
+    ("toml-duplicate-key", '[tool.tcl]\nmode = "default"\nmode = "fullgraph"\n', "cannot read [tool.tcl]"),
+    ("toml-bare-word", "[tool.tcl]\nmode = fullgraph\n", "cannot read [tool.tcl]"),
+    ("not-utf8", b'[tool.tcl]\nmode = "\xff"\n', "cannot read [tool.tcl]"),
+]
+FLAKE8_SAMPLE = {"version-float", "per-file-ignores-list", "select-unknown", "assume-device", "toml-unclosed-list",
+                 "not-utf8", "exclude-int"}
+
+
+def _write_config(tmp_path, content) -> None:
+    target = tmp_path / "pyproject.toml"
+    target.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+@pytest.mark.parametrize("content, named", [c[1:] for c in BROKEN_CONFIGS], ids=[c[0] for c in BROKEN_CONFIGS])
+def test_broken_config_is_one_line_naming_the_key(tmp_path, content, named):
+    _write_config(tmp_path, content)
+    (tmp_path / "good.py").write_text(GOOD)
+    result = subprocess.run([sys.executable, "-m", "tcl", "check", "--no-cache", "good.py"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"tcl: {tmp_path / 'pyproject.toml'}: ") and named in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("content, named", [c[1:] for c in BROKEN_CONFIGS if c[0] in FLAKE8_SAMPLE],
+                         ids=[c[0] for c in BROKEN_CONFIGS if c[0] in FLAKE8_SAMPLE])
+def test_broken_config_in_flake8_is_one_line_and_the_run_goes_on(tmp_path, content, named):
+    _write_config(tmp_path, content)
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "style.py").write_text("x=1\n")  # flake8's own checks still run
+    result = subprocess.run([sys.executable, "-m", "flake8", "--select", "TCL,E225", "good.py", "style.py"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert "Traceback" not in result.stderr + result.stdout
+    tcl_lines = [line for line in result.stdout.splitlines() if " TCL" in line]
+    assert len(tcl_lines) == 1, result.stdout
+    assert tcl_lines[0].startswith("good.py:1:1: TCL000 tcl configuration error: ") and named in tcl_lines[0]
+    assert "style.py:1:2: E225" in result.stdout
+
+
+def test_a_string_where_a_list_is_natural(tmp_path):
+    _write_config(tmp_path, '[tool.tcl]\nexclude = "build"\nignore = "TCL2"\n')
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "gen.py").write_text(GOOD)
+    for name in ("b.py", "u.py", "good.py"):  # split into characters, "build" dropped these
+        (tmp_path / name).write_text(GOOD)
+    result = subprocess.run([sys.executable, "-m", "tcl", "check", "--no-cache", "."],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert sorted(line.split(":")[0] for line in result.stdout.splitlines() if "TCL101" in line) == [
+        "b.py", "good.py", "u.py"]
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_unknown_code_on_the_command_line(tmp_path, option):
+    (tmp_path / "good.py").write_text(GOOD)
+    result = tcl("--no-cache", option, "TCL1,ZZZ", "good.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"tcl: command line: {option}: unknown rule code ZZZ (`tcl rules` lists them)\n"
+    known = tcl("--no-cache", option, "tcl1,TCL20", "good.py", cwd=tmp_path)  # prefixes, any case
+    assert known.returncode in (0, 1) and known.stderr == ""
+
+
+# -- issue 14: the fuzz harness drives `tcl fix` too (bench/fuzz.py --fix, a seeded slice) -------
+def test_fuzzed_fixes_never_crash():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tcl_bench_fuzz_fix", Path(__file__).resolve().parent.parent / "bench" / "fuzz.py")
+    fuzz = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fuzz
+    spec.loader.exec_module(fuzz)
+    fuzz.install_traceback_capture()
+    analyzer = Analyzer(Config())
+    kinds = []
+    for source in fuzz.mutated_programs(40, seed=14, files=fuzz.real_files(limit_torch=8)):
+        outcome = fuzz.classify_fix(analyzer, source)
+        assert outcome.kind not in fuzz.CRASH_KINDS, (outcome.signature, outcome.detail, source)
+        kinds.append(outcome.kind)
+    assert "fix-changed" in kinds  # the slice reaches the fixers, not only the parser

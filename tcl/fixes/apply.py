@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import warnings
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ..findings import FileError, Finding
+from ..guards import refusal
 from .base import SAFE, UNSAFE, Fix, FixContext
 
 MAX_ROUNDS = 8
@@ -46,6 +48,10 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
     result = FileFix(path, source, source)
     threshold = UNSAFE if unsafe else SAFE
     current = source
+    # Syntax newer than this Python (PEP 695 `def f[T]` on 3.11): libcst parses it and tcl checks
+    # it, but CPython here cannot judge a rewrite of it, so libcst alone does. Asked only once a
+    # rewrite exists, i.e. after the input passed the pre-parse guards.
+    python_judges: bool | None = None
     for round_number in range(MAX_ROUNDS + 1):
         report = analyzer.check_source_with_nodes(current, path, package)
         if report.report.errors:
@@ -53,7 +59,7 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
                 result.errors = list(report.report.errors)
             else:  # cannot happen: every round's output was parsed before it was kept
                 result.errors.append(FileError(path, 0, "fix produced code the analyser rejects; file left unchanged"))
-                result.fixed = source
+                result.fixed, result.remaining, result.applied = source, result.before, []
             return result
         pairs = [(f, c) for f, c in report.pairs if not any(f.code.startswith(i) for i in ignored)]
         findings = [f for f, _ in pairs]
@@ -78,10 +84,12 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
             ]
             break
         new = apply_fixes(report.module, chosen, torch_bound(report))
-        problem = syntax_problem(new, path)
+        if python_judges is None:
+            python_judges = compiles(source, path)
+        problem = syntax_problem(new, path, python_judges)
         if problem is not None:
             result.errors.append(FileError(path, 0, f"fix produced invalid code ({problem}); file left unchanged"))
-            result.fixed = source
+            result.fixed, result.remaining, result.applied = source, result.before, []
             return result
         if new == current:
             result.remaining = findings
@@ -131,13 +139,30 @@ def _all_imports(module: cst.Module) -> list:
     return found
 
 
-def syntax_problem(source: str, path: str) -> str | None:
+def syntax_problem(source: str, path: str, python_judges: bool = True) -> str | None:
+    """Why a rewrite is no valid Python for libcst and (when `python_judges`: the input was
+    valid for this Python) for CPython; None: it is valid."""
+    refused, _ = refusal(path, source)  # a rewrite passes the same guards as the input did
+    if refused is not None:
+        return refused.message
     try:
         cst.parse_module(source)
-        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        if python_judges:
+            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return None
+
+
+def compiles(source: str, path: str) -> bool:
+    """Whether this Python's own parser accepts the source."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 # -- collecting fixes ------------------------------------------------------------------------
@@ -154,6 +179,8 @@ def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
                          kinds.get(candidate.node, {}))
         try:
             fix = candidate.rule.fixer(finding, candidate.node, ctx)
+        except MemoryError:  # not a fixer bug: the file's memory limit (tcl.fixes.bounded)
+            raise
         except Exception as exc:  # a fixer bug must not end the run
             warnings.append(f"{finding.path}:{finding.line}: {finding.code} fixer failed: {type(exc).__name__}: {exc}")
             continue

@@ -15,6 +15,8 @@ import argparse
 import sys
 from typing import TextIO
 
+from .bounded import DEFAULT_FILE_MEMORY_MB, DEFAULT_FILE_TIMEOUT
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -37,6 +39,12 @@ def add_parser(commands, add_config_options) -> argparse.ArgumentParser:
                      "(the target is rewritten, the link kept), hard-linked files (the other names "
                      "keep the old text), read-only files, other users' files and files reached "
                      "through a directory symlink out of the checked paths")
+    fix.add_argument("--file-timeout", type=float, default=DEFAULT_FILE_TIMEOUT, metavar="SECONDS",
+                     help="leave a file whose fix takes longer (wall-clock seconds) unchanged, report it "
+                     "and go on (default: 20; 0: no limit)")
+    fix.add_argument("--file-memory", type=int, default=DEFAULT_FILE_MEMORY_MB, metavar="MIB",
+                     help="leave a file whose fix needs more memory unchanged, report it and go on "
+                     "(default: 4096; 0: no limit)")
     return fix
 
 
@@ -45,15 +53,16 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     from ..findings import FileError
     from ..report import text_line
     from ..runner import _per_file_ignores, collect_files
-    from .apply import fix_source
-    from .writer import ChangedOnDisk, Refused, read, write_atomic
+    from .bounded import fix_file, read_within
+    from .writer import ChangedOnDisk, Refused, write_atomic
 
     out = out or sys.stdout
     err = err or sys.stderr
     root = str(config.source.parent) if config.source else "."
     files, errors = collect_files(args.paths, config, root)
     analyzer = _analyzer(config, files)
-    _note_cross_file_reach(analyzer, files)
+    timeout, memory = getattr(args, "file_timeout", None) or None, getattr(args, "file_memory", None) or None
+    _note_cross_file_reach(analyzer, files, timeout)
     show_diff = args.diff or not args.apply
     roots = _checked_roots(args.paths)
     if args.apply:
@@ -63,16 +72,12 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     remaining = []
     for path in files:
         try:
-            source = read(path)
+            source = read_within(path, timeout)
         except SourceError as exc:
             errors.append(FileError(path, 0, str(exc)))
             continue
-        try:
-            result = fix_source(source.text, path, analyzer, unsafe=args.unsafe_fixes,
-                                package=package_of(path), ignored=tuple(_per_file_ignores(path, config)))
-        except Exception as exc:  # a bug must not end the run
-            errors.append(FileError(path, 0, f"internal error: {type(exc).__name__}: {exc}"))
-            continue
+        result = fix_file(source.text, path, analyzer, unsafe=args.unsafe_fixes, package=package_of(path),
+                          ignored=tuple(_per_file_ignores(path, config)), timeout=timeout, memory_mb=memory)
         errors.extend(result.errors)
         for warning in result.warnings:
             err.write(f"{warning}\n")
@@ -80,7 +85,7 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
         if result.changed:
             if show_diff:
                 out.write(_header(path, result.applied))
-                out.write(result.diff())
+                out.write(result.diff)
             if args.apply:
                 try:
                     write_atomic(path, source.encode(result.fixed), source.digest, roots=roots, force=force)
@@ -95,14 +100,14 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
                     continue
             changed_files += 1
             fixed += len(result.applied)
-        for fix, diff in zip(result.pending, result.pending_diffs):
-            if fix.safety.label == "unsafe":
+        for label, description, diff in result.pending:
+            if label == "unsafe":
                 unsafe_pending += 1
                 why = "unsafe, applied with --unsafe-fixes"
             else:
                 suggestions += 1
                 why = "suggestion, never applied"
-            err.write(f"# {path}: not applied ({why}): {fix.describe()}\n{diff}")
+            err.write(f"# {path}: not applied ({why}): {description}\n{diff}")
     if args.apply:
         for finding in sorted(remaining, key=lambda f: f.sort_key()):
             out.write(text_line(finding) + "\n")
@@ -152,20 +157,21 @@ def _sweep_stale_temps(files: list[str], roots: list[str], err: TextIO) -> None:
             err.write(f"tcl fix: removed {removed}, a temporary file an interrupted run left behind\n")
 
 
-def _note_cross_file_reach(analyzer, files) -> None:
+def _note_cross_file_reach(analyzer, files, timeout) -> None:
     """A helper in one file that another file's compiled code calls is a finding of that other
-    file's analysis; fixing the helper's file needs those callers' view (a first pass)."""
+    file's analysis; fixing the helper's file needs those callers' view (a first pass, under
+    the wall-clock limit)."""
     from ..files import SourceError, package_of
-    from .writer import read
+    from .bounded import note_reach, read_within
 
     if len(files) < 2 or not hasattr(analyzer, "note_reached"):
         return
     for path in files:
         try:
-            report = analyzer.check_source_with_nodes(read(path).text, path, package_of(path))
-        except (SourceError, RecursionError):
+            text = read_within(path, timeout).text
+        except SourceError:
             continue  # reported by the fixing pass
-        analyzer.note_reached(report)
+        note_reach(text, path, analyzer, package_of(path), timeout)
 
 
 def _analyzer(config, files):
@@ -179,7 +185,7 @@ def _analyzer(config, files):
     return Analyzer(config, project)
 
 
-def _header(path: str, applied) -> str:
+def _header(path: str, applied: list[str]) -> str:
     lines = [f"# tcl fix {path}: {len(applied)} fix{'es' * (len(applied) != 1)}"]
-    lines.extend(f"#   {fix.describe()}" for fix in applied)
+    lines.extend(f"#   {description}" for description in applied)
     return "\n".join(lines) + "\n"
