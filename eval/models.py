@@ -500,3 +500,23 @@ MODELS = {
     "tv_mobilenet_v3": ("torchvision", "eval", tv_mobilenet_v3),
 }
 DEFAULT = list(MODELS)[: list(MODELS).index("bert")]
+
+# transformers, timm, torchvision: the corpus tcl was developed on (dev).  Their builders take
+# no shape; SHAPED lists the models whose builder takes `shape=0|1|2` (eval/corpus/).
+SPLIT = {name: "dev" for name in MODELS}
+SHAPED: set[str] = set()
+
+
+def _add_corpus():
+    from corpus import entries
+
+    for name, (library, mode, builder, split, _module) in entries().items():
+        if name in MODELS:
+            raise ValueError(f"model name {name!r} is defined twice")
+        MODELS[name] = (library, mode, builder)
+        SPLIT[name] = split
+        SHAPED.add(name)
+        DEFAULT.append(name)
+
+
+_add_corpus()

@@ -21,15 +21,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))  # the repository root: `tcl`
 
-LIBRARIES = ("transformers", "timm", "torchvision")
+LEGACY_LIBRARIES = ("transformers", "timm", "torchvision")
 _FRAME = re.compile(r'^\s*File "(.+?)", line (\d+), in (.+)$', re.MULTILINE)
 
 
-def library_roots() -> dict[str, str]:
+def library_roots(library: str) -> dict[str, str]:
+    """import name -> package folder, for the model's library (the three development
+    libraries together: a transformers model may run timm code, and the reverse)."""
     import importlib
 
     roots = {}
-    for name in LIBRARIES:
+    for name in (LEGACY_LIBRARIES if library in LEGACY_LIBRARIES else (library,)):
         try:
             roots[name] = os.path.dirname(os.path.realpath(importlib.import_module(name).__file__))
         except Exception:  # a library that does not import is simply not user code
@@ -42,11 +44,12 @@ def library_files(roots) -> set[str]:
             if f.endswith(".py")}
 
 
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+def versions(library: str) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
     out = {"python": sys.version.split()[0]}
-    for dist in ("torch", "transformers", "timm", "torchvision", "tokenizers", "huggingface-hub", "libcst"):
+    dists = list(packages_distributions().get(library, []))
+    for dist in ["torch", "transformers", "timm", "torchvision", "tokenizers", "huggingface-hub", "libcst"] + dists:
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:
@@ -64,13 +67,13 @@ def main(name: str, out_path: str) -> int:
     if os.environ.get("TCL_EVAL_THREADS"):
         torch.set_num_threads(int(os.environ["TCL_EVAL_THREADS"]))
     import tcl.oracle as oracle
-    from models import MODELS
+    from models import MODELS, SHAPED, SPLIT
 
     library, mode, builder = MODELS[name]
-    roots = library_roots()
+    roots = library_roots(library)
     user = library_files(roots)
     user_norm = {os.path.normcase(os.path.realpath(p)) for p in user}
-    result = {"name": name, "library": library, "mode": mode, "versions": versions(),
+    result = {"name": name, "library": library, "mode": mode, "split": SPLIT[name], "versions": versions(library),
               "torchvision_stubbed": stubbed, "roots": roots}
 
     # Keep the raw graph_breaks records: the oracle reduces each to its innermost user frame,
@@ -111,8 +114,47 @@ def main(name: str, out_path: str) -> int:
                  "stack": stacks.get((os.path.realpath(b.path), b.line, b.gb), [])} for b in res.breaks],
         executed={os.path.realpath(p): sorted(lines) for p, lines in res.executed_lines.items()},
     )
+    if name in SHAPED:
+        result["recompiles"] = _three_shapes(builder, model, args, kwargs)
+        result["seconds"] = round(time.time() - started, 2)
     _write(out_path, result)
     return 0
+
+
+def _three_shapes(builder, model, args, kwargs) -> dict:
+    """One fresh compiled copy (backend="eager", default mode) called with shapes 0, 1, 2: every
+    compilation with its failing guard and the lines that fixed a size (tcl.recompile_trace)."""
+    import copy
+
+    import torch
+
+    import tcl.oracle as oracle
+    from tcl.recompile_trace import CompileTrace, persistent
+
+    calls = [(args, kwargs)]
+    try:
+        for shape in (1, 2):
+            torch.manual_seed(0)
+            _, more_args, more_kwargs = builder(shape=shape)
+            calls.append((more_args, more_kwargs))
+    except Exception as exc:
+        return {"error": f"building shape inputs: {type(exc).__name__}: {exc}"}
+    target = copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model
+    torch._dynamo.reset()
+    compiled = torch.compile(target, backend="eager")
+    error = None
+    with CompileTrace() as trace:
+        for a, k in calls:
+            trace.next_call()
+            try:
+                oracle._call(compiled, *oracle._fresh(a, k))
+            except Exception as exc:  # the model's own failure on a shape: data, not a crash
+                error = f"call {trace._call}: {type(exc).__name__}: {str(exc)[:300]}"
+                break
+    comps = trace.compilations
+    torch._dynamo.reset()
+    return {"error": error, "calls": len(calls), "compilations": [c.to_json() for c in comps],
+            "persistent": [c.index for c in persistent(comps)]}
 
 
 def _stacks(records, user_norm):

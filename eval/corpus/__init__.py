@@ -1,0 +1,67 @@
+"""The broader evaluation corpus: one module per library, each split into dev or held-back.
+
+Every module here describes one installed library and the models (or compiled functions)
+built from it:
+
+    LIBRARY = "pytorch_metric_learning"     # import name; its files are the "user code"
+    DIST = "pytorch-metric-learning==2.9.0" # what eval/requirements-corpus.txt installs
+    MODELS = {"pml_triplet_loss": ("train", builder), ...}   # name -> (mode, builder)
+
+`builder(shape=0)` returns `(target, args, kwargs)`: `target` is an nn.Module (already in
+train() or eval()) or a plain callable (a loss, a metric, an optimizer's step, a sampling
+function) as users compile it; shapes 0, 1 and 2 give inputs of three different sizes (batch
+and, where the model has one, a sequence or spatial size), built from the same seed, so the
+evaluation can call one compiled copy with three shapes and count the recompiles that
+automatic dynamic shapes does not absorb.
+
+The split is fixed per library, before any result was looked at, in SPLITS below: tcl is
+tuned on "dev" only; "heldout" is read only to measure (docs/accuracy.md reports both).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+# library module -> split.  Decided by library, before running anything: a held-back library
+# is code tcl's authors never tuned on.
+SPLITS = {
+    # dev: tune here
+    "pml": "dev",              # pytorch-metric-learning: losses, miners
+    "torch_optimizer": "dev",  # optimizers' step functions
+    "sb3": "dev",              # stable-baselines3: RL policies
+    "efficientnet": "dev",     # efficientnet-pytorch
+    "torchtune": "dev",        # LLMs with KV cache
+    "auraloss": "dev",         # audio losses
+    "ema_lion": "dev",         # lion-pytorch, ema-pytorch
+    # heldout: measure only
+    "piq": "heldout",          # image quality metrics and losses
+    "peft": "heldout",         # adapters (LoRA, ...) over transformers models
+    "zuko": "heldout",         # normalizing flows
+    "e3nn": "heldout",         # equivariant networks
+    "julius": "heldout",       # audio resampling / filters
+    "lightly": "heldout",      # self-supervised heads and losses
+    "gpytorch": "heldout",     # Gaussian processes
+}
+
+
+def modules():
+    """name -> imported corpus module, for every module present here."""
+    out = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        out[info.name] = importlib.import_module(f"{__name__}.{info.name}")
+    return out
+
+
+def entries():
+    """model name -> (library import name, mode, builder, split, corpus module name)."""
+    out = {}
+    for mod_name, mod in sorted(modules().items()):
+        split = SPLITS.get(mod_name)
+        if split is None:
+            raise ValueError(f"eval/corpus/{mod_name}.py has no split in eval/corpus/__init__.py SPLITS")
+        for name, (mode, builder) in mod.MODELS.items():
+            out[name] = (mod.LIBRARY, mode, builder, split, mod_name)
+    return out
