@@ -43,7 +43,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(1, ROOT)
 
-from models import DEFAULT, MODELS  # noqa: E402  (models.py imports only torch)
+import recompile_score  # noqa: E402
+from models import DEFAULT, MODELS, SPLIT  # noqa: E402  (models.py imports only torch)
 
 RESUMABLE_CONTEXTS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "autocast")
 
@@ -218,7 +219,7 @@ def rule_info():
         except Exception:
             gbs = ()
         out[rule.code] = (getattr(rule, "category", "graph-break"), getattr(rule, "runtime_line_offset", 0) or 0,
-                          tuple(gbs))
+                          tuple(gbs), bool(getattr(rule, "persistent", False)))
     return out
 
 
@@ -387,7 +388,7 @@ def evaluate(results, names, assume="model"):
         for f in findings[path]:
             f_modes = modes_of(path, f)
             ran = set().union(*(executed_in[m].get(path, set()) for m in f_modes if m is not None))
-            category, _, _ = rules.get(f.code, ("graph-break", 0, ()))
+            category = rules.get(f.code, ("graph-break",))[0]
             entry = {"path": f.path, "line": f.line, "end_line": f.end_line, "code": f.code, "gb": f.gb,
                      "message": f.message, "source": shape(path).source(f.line)}
             covered = [s for s in breaks_by_file.get(path, [])
@@ -414,8 +415,37 @@ def evaluate(results, names, assume="model"):
 
     for site in sites.values():
         site["modes"] = sorted(site["modes"])
-    return summarize(names, models_ok, models_failed, results, sites, occurrences, scored, files, skipped,
-                     errors, tcl_seconds, roots, shape, gb_classes)
+    summary = summarize(names, models_ok, models_failed, results, sites, occurrences, scored, files, skipped,
+                        errors, tcl_seconds, roots, shape, gb_classes)
+    recompiles = recompile_score.score(results, models_ok, findings, modes_of, executed_in, rules, shape, files)
+    for site in recompiles["site_list"]:
+        site["path"] = short(site["path"], roots)
+    for entry in recompiles["findings"] + recompiles["other_recompile_findings"]:
+        entry["path"] = short(entry["path"], roots)
+    summary["recompiles"] = recompiles
+    summary["per_library"] = per_library(summary)
+    return summary
+
+
+def per_library(summary) -> dict:
+    """library -> break sites, found, TP, FP, recompile sites, found; the library is the first
+    component of the short path (the package folder)."""
+    out = defaultdict(Counter)
+    for b in summary["breaks"]:
+        row = out[b["path"].split(os.sep)[0]]
+        row["break_sites"] += 1
+        row["found"] += bool(b["found_by"])
+    for f in summary["findings"]:
+        if f["bucket"] in ("TP", "FP"):
+            out[f["path"].split(os.sep)[0]][f["bucket"]] += 1
+    for s in summary["recompiles"]["site_list"]:
+        row = out[s["path"].split(os.sep)[0]]
+        row["recompile_sites"] += 1
+        row["recompile_found"] += bool(s["found_by"])
+    for f in summary["recompiles"]["findings"]:
+        if f["bucket"] in ("TP", "FP"):
+            out[f["path"].split(os.sep)[0]]["recompile_" + f["bucket"]] += 1
+    return {lib: dict(c) for lib, c in sorted(out.items())}
 
 
 def explain_miss(site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots):
@@ -619,11 +649,39 @@ def report(summary):
         for f in shadowed:
             print(f"  {f['path']}:{f['line']} {f['code']}  | {f['source']}")
             print(f"      by {f['shadowed_by']}")
+    report_recompiles(summary)
     hits = [b for b in summary["breaks"] if b["found_by"]]
     print()
     print(f"found breaks ({len(hits)})")
     for b in hits:
         print(f"  {b['path']}:{b['line']} {b['gb']} <- {','.join(b['found_by'])}  | {b['source']}")
+
+
+def report_recompiles(summary):
+    r = summary.get("recompiles")
+    if not r:
+        return
+    print()
+    print(f"per library (split {summary.get('split', '?')})")
+    cols = ["break_sites", "found", "TP", "FP", "recompile_sites", "recompile_found", "recompile_TP", "recompile_FP"]
+    print(table([[lib] + [row.get(c, 0) for c in cols] for lib, row in summary["per_library"].items()],
+                ["library"] + cols))
+    print()
+    print(f"persistent recompiles (three shapes): {r['models_three_shapes']} models ran all three, "
+          f"{len(r['models_persistent'])} kept recompiling; sites found {r['found']}/{r['sites']} "
+          f"(recall {r['recall']}), persistent-rule findings TP {r['TP']} FP {r['FP']} "
+          f"(precision {r['precision']}), on lines not executed {r['not_executed']}")
+    for site in r["site_list"]:
+        print(f"  {site['path']}:{site['line']} [{site['kind']}] <- {','.join(site['found_by']) or 'MISSED'} "
+              f"models={','.join(site['models'])}")
+        print(f"      | {site['source']}")
+        if site["reasons"]:
+            print(f"      guard: {site['reasons'][0][:150]}")
+    for f in r["findings"]:
+        if f["bucket"] == "FP":
+            print(f"  FP {f['path']}:{f['line']} {f['code']} in {f['function']}()  | {f['source']}")
+    if r["models_without"]:
+        print("  no three-shape run: " + "; ".join(f"{n} ({e[:80]})" for n, e in r["models_without"].items()))
 
 
 def main(argv=None):
@@ -645,10 +703,15 @@ def main(argv=None):
         help="model (default): tell tcl each model's mode, dtype and device (assume training=..., "
         "dtype=float32, device=cpu), one tcl run per mode; none: one run without assumptions",
     )
+    parser.add_argument(
+        "--split", choices=("dev", "heldout", "all"), default="dev",
+        help="which part of the corpus to score (eval/corpus/__init__.py SPLITS): dev (default; "
+        "the part tcl is tuned on), heldout (only to measure), or all (each split scored apart)",
+    )
     args = parser.parse_args(argv)
     if args.list:
         for name, (lib, mode, _) in MODELS.items():
-            print(f"{name:28s} {lib:13s} {mode:5s} {'default' if name in DEFAULT else 'extra'}")
+            print(f"{name:28s} {lib:24s} {mode:5s} {SPLIT[name]:7s} {'default' if name in DEFAULT else 'extra'}")
         return 0
     if args.models == "all":
         names = list(MODELS)
@@ -659,6 +722,8 @@ def main(argv=None):
             parser.error(f"unknown models: {', '.join(unknown)} (see --list)")
     else:
         names = list(DEFAULT)
+    if args.split != "all":
+        names = [n for n in names if SPLIT[n] == args.split]
     started = time.time()
     tmp = None
     results_dir = args.results_dir
@@ -667,15 +732,23 @@ def main(argv=None):
         results_dir = tmp.name
     print(f"running {len(names)} models ({args.jobs} at a time)...", file=sys.stderr, flush=True)
     results = run_models(names, args.jobs, args.timeout, results_dir, args.reuse, args.eager_first)
-    summary = evaluate(results, names, args.assume)
-    summary["assume"] = args.assume
-    summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    summary["total_seconds"] = round(time.time() - started, 1)
-    report(summary)
-    print(f"\ntotal {summary['total_seconds']}s")
+    splits = sorted({SPLIT[n] for n in names})
+    out = {}
+    for split in splits:
+        part = [n for n in names if SPLIT[n] == split]
+        summary = evaluate(results, part, args.assume)
+        summary["split"] = split
+        summary["assume"] = args.assume
+        summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        summary["total_seconds"] = round(time.time() - started, 1)
+        if len(splits) > 1:
+            print(f"\n======== split: {split} ({len(part)} models) ========")
+        report(summary)
+        out[split] = summary
+    print(f"\ntotal {round(time.time() - started, 1)}s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=1)
+            json.dump(out if len(splits) > 1 else out[splits[0]], f, indent=1)
     if tmp is not None:
         tmp.cleanup()
     return 0

@@ -114,9 +114,8 @@ def main(name: str, out_path: str) -> int:
                  "stack": stacks.get((os.path.realpath(b.path), b.line, b.gb), [])} for b in res.breaks],
         executed={os.path.realpath(p): sorted(lines) for p, lines in res.executed_lines.items()},
     )
-    if name in SHAPED:
-        result["recompiles"] = _three_shapes(builder, model, args, kwargs)
-        result["seconds"] = round(time.time() - started, 2)
+    result["recompiles"] = _three_shapes(builder if name in SHAPED else None, model, args, kwargs)
+    result["seconds"] = round(time.time() - started, 2)
     _write(out_path, result)
     return 0
 
@@ -135,8 +134,11 @@ def _three_shapes(builder, model, args, kwargs) -> dict:
     try:
         for shape in (1, 2):
             torch.manual_seed(0)
-            _, more_args, more_kwargs = builder(shape=shape)
-            calls.append((more_args, more_kwargs))
+            if builder is None:
+                calls.append(_grown(args, kwargs, shape))
+            else:
+                _, more_args, more_kwargs = builder(shape=shape)
+                calls.append((more_args, more_kwargs))
     except Exception as exc:
         return {"error": f"building shape inputs: {type(exc).__name__}: {exc}"}
     target = copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model
@@ -155,6 +157,47 @@ def _three_shapes(builder, model, args, kwargs) -> dict:
     torch._dynamo.reset()
     return {"error": error, "calls": len(calls), "compilations": [c.to_json() for c in comps],
             "persistent": [c.index for c in persistent(comps)]}
+
+
+def _grown(args, kwargs, k):
+    """Inputs of the development models (eval/models.py builders take no shape) grown the way
+    their callers vary them: k more rows of batch (copies of the first row), and token-id
+    tensors (2-D integer, the sequence in dim 1) 4*k more positions (copies of the last)."""
+    import torch
+
+    first = []
+
+    def sizes(t):
+        if not first and t.dim() >= 1:
+            first.append(tuple(t.shape))
+
+    _map((args, kwargs), sizes)
+    batch = first[0][0] if first else None
+    seq = next((shape[1] for shape in first if len(shape) == 2), None)
+
+    def grow(t):
+        if t.dim() >= 1 and t.shape[0] == batch:
+            t = torch.cat([t] + [t[:1]] * k)
+        if t.dim() == 2 and not t.is_floating_point() and seq and t.shape[1] == seq:
+            t = torch.cat([t] + [t[:, -1:]] * (4 * k), dim=1)
+        return t
+
+    return _map((args, kwargs), grow)
+
+
+def _map(obj, fn):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        out = fn(obj)
+        return obj if out is None else out
+    if isinstance(obj, tuple):
+        return tuple(_map(o, fn) for o in obj)
+    if isinstance(obj, list):
+        return [_map(o, fn) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return obj
 
 
 def _stacks(records, user_norm):

@@ -25,6 +25,10 @@ from dataclasses import dataclass, field
 SHAPES_LOGGER = "torch.fx.experimental.symbolic_shapes"
 _GUARD = re.compile(r"\[guard added\]")
 _EQ = re.compile(r"\bEq\((s\d+), (-?\d+)\)|\bEq\((-?\d+), (s\d+)\)")
+# A guard on a Python value carries its source: "len(___stack0) == 3 # for l in t.tolist(): #
+# pkg/mod.py:8 in fn" (the path shortened).
+_GUARD_SOURCE = re.compile(r"#\s*(.+?)\s*#\s*(\S+?\.py):(\d+) in (\S+)")
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SINGLETON = re.compile(r"set_replacement (s\d+) = (-?\d+) \(range_refined_to_singleton\)")
 
 
@@ -61,10 +65,31 @@ class Compilation:
     def frame(self) -> tuple[str, int, str]:
         return (self.path, self.first_line, self.function)
 
+    @property
+    def guard_line(self) -> tuple[int, str] | None:
+        return guard_line_of(self.reason, self.path)
+
     def to_json(self) -> dict:
+        guard = self.guard_line
         return {"index": self.index, "function": self.function, "path": self.path,
                 "first_line": self.first_line, "reason": self.reason, "call": self.call,
+                "guard_line": list(guard) if guard else None,
                 "specialisations": [s.to_json() for s in self.specialisations]}
+
+
+def guard_line_of(reason: str | None, path: str) -> tuple[int, str] | None:
+    """(line, source) of a failing guard whose text names a line of the frame's file `path`
+    (guards on Python values: list lengths, ints, attributes); None for tensor guards."""
+    match = _GUARD_SOURCE.search(reason or "")
+    if not match or not path:
+        return None
+    frames = _USER_FRAME.findall(reason or "")
+    if frames and os.path.abspath(frames[-1][0]) == path:
+        return int(frames[-1][1]), match.group(1)
+    short = match.group(2).replace("/", os.sep)
+    if not (path.endswith(short) or os.path.basename(path) == os.path.basename(short)):
+        return None
+    return int(match.group(3)), match.group(1)
 
 
 class _Listener(logging.Handler):
