@@ -86,10 +86,31 @@ def runtime_lines(result, rule):
 
 def compiles(example) -> int:
     """Compilations over the example's calls (recompile rules)."""
+    from tcl.recompiles import count_compiles
+
+    target, calls, options = _compile_target(example)
+    return count_compiles(target, calls, **options)
+
+
+def persistent_calls(example) -> list[int]:
+    """The calls (0-based) on which some frame recompiled again after its automatic-dynamic
+    recompile: the runtime truth of `persistent` rules, graph breaks or not."""
+    from tcl.recompile_trace import CompileTrace, persistent
+
+    target, calls, options = _compile_target(example)
+    torch._dynamo.reset()
+    compiled = torch.compile(target, backend="eager", **options)
+    with CompileTrace() as trace:
+        for args in calls:
+            trace.next_call()
+            compiled(*args)
+    torch._dynamo.reset()
+    return sorted({c.call for c in persistent(trace.compilations)})
+
+
+def _compile_target(example):
     import importlib.util
     import tempfile
-
-    from tcl.recompiles import count_compiles
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "recompile_example.py")
@@ -102,7 +123,7 @@ def compiles(example) -> int:
         entry = getattr(entry, "_torchdynamo_orig_callable", entry)
         target = entry() if isinstance(entry, type) else entry
         calls = eval(example.calls, {"torch": torch}) if example.calls else [(torch.randn(4, 4),)] * 3
-        return count_compiles(target, calls, **compile_options(example.code, example.entry))
+        return target, calls, compile_options(example.code, example.entry)
 
 
 # torch.compile keywords that change what Dynamo guards on; the counting backend replaces the rest.
@@ -134,7 +155,8 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
     if rule.category == "recompile":
         if rule.persistent:  # every new value compiles again, automatic dynamic shapes or not
             calls = len(eval(example.calls, {"torch": torch}))
-            assert compiles(example) == calls, "expected a compilation for every call"
+            assert persistent_calls(example) == list(range(2, calls)), (
+                "expected a recompile on every call after the automatic-dynamic one")
         else:
             assert compiles(example) > 1, "expected the calls to recompile"
         return
@@ -167,7 +189,7 @@ def test_valid_example_compiles_without_break(rule, example):
         pytest.skip(f"example is for torch {example.versions}")
     if rule.category == "recompile":
         if rule.persistent:  # the one automatic-dynamic recompile is allowed
-            assert compiles(example) <= 2, "expected at most the automatic-dynamic recompile"
+            assert persistent_calls(example) == [], "expected at most the automatic-dynamic recompile"
         else:
             assert compiles(example) == 1, "expected one compilation for all calls"
         return
