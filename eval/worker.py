@@ -129,7 +129,7 @@ def _three_shapes(builder, model, args, kwargs) -> dict:
     import torch
 
     import tcl.oracle as oracle
-    from tcl.recompile_trace import CompileTrace, persistent
+    from tcl.verify.compile_trace import CompileTrace, persistent
 
     calls = [(args, kwargs)]
     try:

@@ -89,7 +89,7 @@ def compiles(example) -> int:
     import importlib.util
     import tempfile
 
-    from tcl.recompiles import count_compiles
+    from tcl.verify.recompiles import count_compiles
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "recompile_example.py")
