@@ -1,7 +1,7 @@
 """Scoring tcl's recompile rules against the runtime: three shapes per model, persistent recompiles.
 
 The worker (eval/worker.py) calls one fresh compiled copy of each model with shapes 0, 1, 2
-(`recompiles` in its JSON, from tcl.recompile_trace). A frame's first recompile on new inputs
+(`recompiles` in its JSON, from tcl.verify.compile_trace). A frame's first recompile on new inputs
 is automatic dynamic shapes doing its job; any later recompile of the same frame is
 *persistent*: a size Python code needed as an exact value, which every new size pays again
 until the recompile limit. Each persistent recompile is explained by the library lines that
@@ -25,7 +25,7 @@ import os
 import re
 from collections import Counter, defaultdict
 
-from tcl.recompile_trace import guard_line_of
+from tcl.verify.compile_trace import guard_line_of
 
 
 _RESUMED_AT = re.compile(r"torch_dynamo_resume_in_.+_at_(\d+)$")

@@ -122,13 +122,13 @@ def main(name: str, out_path: str) -> int:
 
 def _three_shapes(builder, model, args, kwargs) -> dict:
     """One fresh compiled copy (backend="eager", default mode) called with shapes 0, 1, 2: every
-    compilation with its failing guard and the lines that fixed a size (tcl.recompile_trace)."""
+    compilation with its failing guard and the lines that fixed a size (tcl.verify.compile_trace)."""
     import copy
 
     import torch
 
     import tcl.oracle as oracle
-    from tcl.recompile_trace import CompileTrace, persistent
+    from tcl.verify.compile_trace import CompileTrace, persistent
 
     calls = [(args, kwargs)]
     try:

@@ -5,7 +5,7 @@
 #   * python with a CUDA build of torch (written for the H200 image: Python 3.12, torch 2.11,
 #     triton; triton compiles a small C launcher at first use, so a C compiler (gcc) must exist);
 #   * libcst, for the static half of `tcl verify` (tcl/cli.py imports the analyzer; the
-#     child processes that run the examples, tcl/verify_child.py, need only torch).  If
+#     child processes that run the examples, tcl/verify/child.py, need only torch).  If
 #     `import libcst` fails, this script unpacks a carried wheel into a temporary directory and
 #     puts it on PYTHONPATH: a cp312 manylinux x86_64 wheel, e.g.
 #     libcst-1.7.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl, found in

@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="explain one rule, with an example and its rewrite")
     explain.add_argument("code")
 
-    add_verify_parser(commands)  # `tcl verify` imports and runs the code: see tcl/verify.py
+    add_verify_parser(commands)  # `tcl verify` imports and runs the code: see tcl/verify/
     from .fixes.command import add_parser as add_fix_parser
 
     add_fix_parser(commands, add_config_options)  # `tcl fix`: see tcl/fixes/

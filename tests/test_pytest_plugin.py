@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tcl import recording
-from tcl import verify_child
+from tcl.verify import child as verify_child
 
 torch = pytest.importorskip("torch")
 

@@ -86,7 +86,7 @@ def runtime_lines(result, rule):
 
 def compiles(example) -> int:
     """Compilations over the example's calls (recompile rules)."""
-    from tcl.recompiles import count_compiles
+    from tcl.verify.recompiles import count_compiles
 
     target, calls, options = _compile_target(example)
     return count_compiles(target, calls, **options)
@@ -95,7 +95,7 @@ def compiles(example) -> int:
 def persistent_calls(example) -> list[int]:
     """The calls (0-based) on which some frame recompiled again after its automatic-dynamic
     recompile: the runtime truth of `persistent` rules, graph breaks or not."""
-    from tcl.recompile_trace import CompileTrace, persistent
+    from tcl.verify.compile_trace import CompileTrace, persistent
 
     target, calls, options = _compile_target(example)
     torch._dynamo.reset()

@@ -518,17 +518,17 @@ def test_remove_tree_unlinks_a_link_and_keeps_its_target(tmp_path):
 
 
 def test_verify_runner_files_are_created_in_its_private_directory(tmp_path):
-    from tcl import verify
+    from tcl.verify.examples import Runner
 
     work = safe_files.private_temp_dir("tcl_verify_test_")
     try:
         os.symlink(tmp_path / "outside.json", os.path.join(work, "child1.job.json"))
-        runner = verify.Runner(argparse.Namespace(), "cpu", [], [], work, 1)
+        runner = Runner(argparse.Namespace(), "cpu", [], [], work, 1)
         with pytest.raises(FileExistsError):
             runner._start({"source": None}, 0)
         assert not (tmp_path / "outside.json").exists()
     finally:
-        verify._remove_tree(work)
+        safe_files.remove_tree(work)
     assert not os.path.exists(work)
 
 

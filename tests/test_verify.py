@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tcl import verify
+from tcl.verify import matching
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -326,7 +327,7 @@ def test_file_shape_knows_functions_and_amplifiers(tmp_path):
 
             return s
     """))
-    shape = verify.FileShape(str(path))
+    shape = matching.FileShape(str(path))
     function = shape.function_at(6)
     assert function[2] == "f"
     assert shape.amplifier_at(6, function)[2] == "for loop"
@@ -350,14 +351,14 @@ def test_recompile_matching_by_reference_and_by_guard_name(tmp_path):
     shape_cache = {}
 
     def shape(p):
-        return shape_cache.setdefault(p, verify.FileShape(p))
+        return shape_cache.setdefault(p, matching.FileShape(p))
 
-    real = verify._norm(str(path))
+    real = matching._norm(str(path))
     by_reference = {"reason": f"1/0: self.step == 0 # self.step += 1 # {real[-20:]}:7 in forward",
                     "path": str(path), "line": 5}
-    assert verify._recompile_matches(real, 7, by_reference, shape)
+    assert matching._recompile_matches(real, 7, by_reference, shape)
     by_name = {"reason": "0/1: self.step == 1", "path": str(path), "line": 5}
-    assert verify._recompile_matches(real, 7, by_name, shape)
+    assert matching._recompile_matches(real, 7, by_name, shape)
     unrelated = {"reason": "0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3",
                  "path": str(path), "line": 5}
-    assert not verify._recompile_matches(real, 7, unrelated, shape)
+    assert not matching._recompile_matches(real, 7, unrelated, shape)

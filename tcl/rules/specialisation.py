@@ -5,7 +5,7 @@ unless Python code needs the size as a concrete int: as the key of a dict or lis
 the argument of `list.index()`, or as a Python loop's trip count. Each of those guards on the
 exact value, so every new size compiles again until the recompile limit (8), after which the
 frame runs eagerly. Measured on torch 2.13 with four shapes (2, 4), (2, 8), (2, 16), (2, 32),
-default mode, counting each frame's compilations (tcl.recompile_trace): a recompile on every
+default mode, counting each frame's compilations (tcl.verify.compile_trace): a recompile on every
 call after the automatic-dynamic one for each use below; none for arithmetic, views,
 comparisons, `if size % 8 == 0`, `assert list(x.size()) == [b, t, 4]` or `if n == 8:`.
 `str(size)` does not recompile: once the size is symbolic it breaks the graph instead (the

@@ -1,0 +1,121 @@
+"""Reporting `tcl verify`'s results: the per-file summary rows (examples, errors, time, finding
+statuses, missed breaks, recompiles), the text report (one line per finding, then missed breaks,
+recompiles, examples with problems and the summary table) and the JSON report."""
+
+from __future__ import annotations
+
+import json
+
+from .examples import ExampleRun, Source
+from .common import _display
+
+
+STATUSES = ("confirmed", "not-confirmed", "shadowed", "not-reached")
+
+
+def summary_rows(report: dict, runs: list[ExampleRun], sources: list[Source],
+                 startup: dict[str, float] | None = None) -> list[dict]:
+    rows: dict[str, dict] = {}
+
+    def row(path: str) -> dict:
+        return rows.setdefault(path, {"file": path, "examples": 0, "errors": 0, "seconds": 0.0, "startup": 0.0,
+                                      **{s: 0 for s in STATUSES}, "missed": 0, "recompiles": 0,
+                                      "unexpected_recompiles": 0})
+
+    for source in sources:
+        row(_display(source.path) if source.path else source.label)["startup"] += (startup or {}).get(source.label, 0.0)
+    for run in runs:
+        r = row(_display(run.source.path) if run.source.path else run.source.label)
+        if run.index is not None:
+            r["examples"] += 1
+            r["seconds"] += run.seconds
+        if run.status != "ok":
+            r["errors"] += 1
+    for finding in report["findings"]:
+        row(finding["path"])[finding["status"]] += 1
+    for brk in report["runtime_breaks"]:
+        if brk["in_checked_file"] and not brk["matched"]:
+            row(brk["path"])["missed"] += 1
+    for rec in report["recompiles"]:
+        path = rec.get("path") or "?"
+        if path in rows:
+            rows[path]["recompiles"] += 1
+            rows[path]["unexpected_recompiles"] += 0 if rec.get("expected") else 1
+    for r in rows.values():
+        r["seconds"] = round(r["seconds"], 2)
+        r["startup"] = round(r["startup"], 2)
+    return sorted(rows.values(), key=lambda r: r["file"])
+
+
+def write_text(report: dict, rows: list[dict], out) -> None:
+    for f in report["findings"]:
+        head = f"{f['path']}:{f['line']}:{f['col']}: {f['code']} {f['status']}"
+        if f["status"] == "confirmed" and f["kind"] == "recompile":
+            out.write(f"{head} (recompiled on {f['recompile']['trigger']}) {f['runtime_reason']}\n")
+        elif f["status"] == "confirmed":
+            at = "" if f["runtime_line"] == f["line"] else f" at line {f['runtime_line']}"
+            out.write(f"{head} [{f['gb']}] {f['runtime_reason']}{at}\n")
+        elif f["status"] == "shadowed":
+            s = f["shadowed_by"]
+            via = ("" if (s["frame_line"] == s["line"] and s["path"] == f["path"]) or s["frame_line"] <= s["function_line"]
+                   else f" (reached from line {s['frame_line']})")
+            inside = f" inside a {s['inside']}" if s["inside"] != "frame" else ""
+            frame = f"{s['function']}()" + (f" from line {s['frame_start']} on" if s["frame_start"] > s["function_line"] else "")
+            out.write(f"{head}: the break at {s['path']}:{s['line']} [{s['gb']}]{via}{inside} made Dynamo "
+                      f"run {frame} eagerly; this line never reached the compiler\n")
+        elif f["status"] == "not-confirmed" and f["kind"] == "recompile":
+            out.write(f"{head}: the line ran and no recompile traced back to it\n")
+        elif f["status"] == "not-confirmed":
+            out.write(f"{head}: the line ran and nothing broke there (expected {f['static_gb']})\n")
+        else:
+            out.write(f"{head}: the line never ran in the examples\n")
+    for brk in report["runtime_breaks"]:
+        if brk["in_checked_file"] and not brk["matched"]:
+            out.write(f"{brk['path']}:{brk['line']}: missed [{brk['gb']}] {brk['reason']} "
+                      f"(in {', '.join(brk['examples'][:3])})\n")
+    outside = [b for b in report["runtime_breaks"] if not b["in_checked_file"]]
+    for brk in outside:
+        out.write(f"{brk['path']}:{brk['line']}: break outside the checked files [{brk['gb']}] {brk['reason']}\n")
+    unexpected = [r for r in report["recompiles"] if not r.get("expected")]
+    expected = len(report["recompiles"]) - len(unexpected)
+    if report["recompiles"]:
+        out.write(f"\nrecompiles: {len(report['recompiles'])} ({expected} by design: first batch change, "
+                  "train/eval toggle)\n")
+        for r in unexpected:
+            out.write(f"  {r.get('path')}:{r.get('line')} {r.get('function')}() on {r['trigger']} "
+                      f"[{r['example']}]: {r['reason']}\n")
+    bad = [e for e in report["examples"] if e["status"] != "ok" or e.get("recompile_error") or e.get("warning")]
+    if bad:
+        out.write("\nexamples with problems:\n")
+        for e in bad:
+            if e["status"] != "ok":
+                out.write(f"  {e['name']}: {e['status']}: {e['error']}\n")
+                continue
+            if e.get("warning"):
+                out.write(f"  {e['name']}: warning: {e['warning']}\n")
+            if e.get("recompile_error"):
+                out.write(f"  {e['name']}: recompile check failed: {e['recompile_error']}\n")
+    columns = ("examples", "errors", "seconds", "startup", *STATUSES, "missed", "recompiles")
+    width = max([len(r["file"]) for r in rows] + [5])
+
+    def line(name, values) -> str:
+        cells = "".join(f" {values[c]:>{max(len(c), 7)}}" for c in columns)
+        return name.ljust(width) + cells + "\n"
+
+    out.write("\n" + line("file", {c: c for c in columns}))
+    totals = {c: 0 for c in columns}
+    for r in rows:
+        out.write(line(r["file"], r))
+        for c in columns:
+            totals[c] += r[c]
+    totals["seconds"] = round(totals["seconds"], 2)
+    totals["startup"] = round(totals["startup"], 2)
+    out.write(line("total", totals))
+    env = report["environment"]
+    out.write(f"torch {env['torch']} on {env['device']}, backend {env['backend']}, mode {env['mode']}: "
+              f"{env['examples']} examples in {env['wall_seconds']:.1f}s wall, jobs {env['jobs']}\n")
+
+
+def write_json(report: dict, out) -> None:
+    json.dump(report, out, indent=2)
+    out.write("\n")
