@@ -25,7 +25,7 @@ import os
 import re
 from collections import Counter, defaultdict
 
-from tcl.verify.compile_trace import guard_line_of
+from tcl.verify.compile_trace import Compilation, guard_line_of, persistent
 
 
 _RESUMED_AT = re.compile(r"torch_dynamo_resume_in_.+_at_(\d+)$")
@@ -43,7 +43,10 @@ def persistent_sites(results: dict, names: list[str], library_files: set[str]) -
         rec = data.get("recompiles") or {}
         comps = rec.get("compilations") or []
         mode = data.get("mode", "eval")
-        for index in rec.get("persistent") or []:
+        # recomputed from the compilations (the definition, not whatever an older worker wrote)
+        again = persistent([Compilation(c["index"], c["function"], c["path"], c["first_line"], c["reason"], c["call"])
+                            for c in comps])
+        for index in [c.index for c in again]:
             comp = comps[index]
             frame = (comp["path"], comp["first_line"], comp["function"])
             lines = [s for c in comps if (c["path"], c["first_line"], c["function"]) == frame and c["index"] < index

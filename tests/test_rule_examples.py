@@ -154,7 +154,7 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
         pytest.skip(f"example is for torch {example.versions}")
     if rule.category == "recompile":
         if rule.persistent:  # every new value compiles again, automatic dynamic shapes or not
-            calls = len(eval(example.calls, {"torch": torch}))
+            calls = len(_compile_target(example)[1])
             assert persistent_calls(example) == list(range(2, calls)), (
                 "expected a recompile on every call after the automatic-dynamic one")
         else:

@@ -26,6 +26,7 @@ class ModuleIntCounter(Rule):
     )
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
+    persistent = True  # every call changes the int: automatic dynamic shapes never absorbs it
     rationale = (
         "Dynamo specialises on Python ints stored on modules. `self.step += 1` in forward makes "
         "each call see a new value, fail the guard and compile again; after "

@@ -222,16 +222,22 @@ class CompileTrace:
 
 
 def persistent(compilations: list[Compilation], first_varied_call: int = 1) -> list[Compilation]:
-    """The recompilations that automatic dynamic shapes did not absorb: those of a frame after
-    its first recompile on a call with new inputs (calls from `first_varied_call` on)."""
+    """The recompilations that automatic dynamic shapes did not absorb: a frame recompiling on
+    a call after one on which it already recompiled (calls from `first_varied_call` on).
+
+    Counted per call, not per compilation: one call may recompile a frame several times
+    without anything persistent (a helper shared by several module classes has a cache entry
+    for each, and the first new shape recompiles every entry), and a frame first compiled on
+    the first varied call (the code after a graph break that only dynamic sizes cause) has its
+    automatic-dynamic recompile one call later."""
     out = []
-    recompiled: set[tuple[str, int, str]] = set()
+    recompiled_on: dict[tuple[str, int, str], int] = {}  # frame -> first call that recompiled it
     for comp in compilations:
         if comp.reason is None or comp.call < first_varied_call:
             continue
-        if comp.frame in recompiled:
+        first = recompiled_on.setdefault(comp.frame, comp.call)
+        if comp.call > first:
             out.append(comp)
-        recompiled.add(comp.frame)
     return out
 
 
