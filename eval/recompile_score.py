@@ -25,10 +25,28 @@ import os
 import re
 from collections import Counter, defaultdict
 
-from tcl.verify.compile_trace import Compilation, guard_line_of, persistent
+from tcl.verify.compile_trace import Compilation, guard_expression, guard_site_of, persistent
 
 
 _RESUMED_AT = re.compile(r"torch_dynamo_resume_in_.+_at_(\d+)$")
+
+
+_GUARD_NAME = re.compile(r"\['([A-Za-z_]\w*)'\]|\.([A-Za-z_]\w*)\b")
+_NOT_NAMES = {"size", "shape", "param_groups", "state", "keys", "optimizer", "training"}
+
+
+def _guarded_names(reasons: list[str]) -> set[str]:
+    """`'counter'` and `.queue_idx` from "opt.param_groups[0]['counter'] != 0 # ..."."""
+    names = set()
+    for reason in reasons:
+        guard = reason.split(": ", 1)[-1].split(" # ", 1)[0]
+        for key, attr in _GUARD_NAME.findall(guard):
+            if key:
+                names.add(f"'{key}'")
+                names.add(f'"{key}"')
+            elif attr and attr not in _NOT_NAMES:
+                names.add(f".{attr}")
+    return names
 
 
 def _in_library(path: str, files: set[str]) -> bool:
@@ -38,6 +56,7 @@ def _in_library(path: str, files: set[str]) -> bool:
 def persistent_sites(results: dict, names: list[str], library_files: set[str]) -> dict:
     """(path, line) -> site dict, from the models' three-shape runs."""
     sites: dict[tuple[str, int], dict] = {}
+    outside: list[dict] = []
     for name in names:
         data = results[name]
         rec = data.get("recompiles") or {}
@@ -60,17 +79,33 @@ def persistent_sites(results: dict, names: list[str], library_files: set[str]) -
                 if lib and lib not in keys:
                     keys.append(lib)
             kind, also = "line", []
-            guard = comp.get("guard_line") or guard_line_of(comp["reason"], comp["path"])
-            if not keys and guard and _in_library(comp["path"], library_files):
-                # a guard on a Python value (a list's length in a resumed frame): its line, and
-                # the line of the graph break that handed the value over (resume_in_fn_at_N)
-                keys = [(os.path.realpath(comp["path"]), guard[0])]
+            lib_files = sorted(library_files)
+            guard = guard_site_of(comp["reason"], comp["path"], lib_files)
+            if not keys and guard and _in_library(guard[0], library_files):
+                # a guard on a Python value (an int in a state dict, a list's length in a frame
+                # resumed after a graph break): its line; the lines where the frame's earlier
+                # recompiles on the same value failed (`state['step'] += 1`); and the line of
+                # the graph break that handed the value over (resume_in_fn_at_N)
+                keys = [(os.path.realpath(guard[0]), guard[1])]
                 kind = "guard"
+                expression = guard_expression(comp["reason"])
+                for earlier in comps:
+                    if (earlier["path"], earlier["first_line"], earlier["function"]) == frame and \
+                            earlier["index"] < index and guard_expression(earlier["reason"]) == expression:
+                        site = guard_site_of(earlier["reason"], earlier["path"], lib_files)
+                        if site and os.path.realpath(site[0]) == keys[0][0] and site[1] not in also:
+                            also.append(site[1])
                 at = _RESUMED_AT.search(comp["function"])
-                also = [int(at.group(1))] if at else []
+                if at and os.path.realpath(comp["path"]) == keys[0][0]:
+                    also.append(int(at.group(1)))
             if not keys:
                 keys = [(os.path.realpath(comp["path"]), comp["first_line"])]
                 kind = "frame"
+            if not all(_in_library(k[0], library_files) for k in keys):
+                # the evaluation's own code (a builder's compiled train step): not library code,
+                # which is all tcl is run on here
+                outside.append({"model": name, "path": keys[0][0], "line": keys[0][1], "reason": comp["reason"]})
+                continue
             for key in keys:
                 site = sites.setdefault(key, {"path": key[0], "line": key[1], "kind": kind, "models": [],
                                               "modes": set(), "reasons": [], "function": comp["function"],
@@ -80,7 +115,7 @@ def persistent_sites(results: dict, names: list[str], library_files: set[str]) -
                 site["modes"].add(mode)
                 if comp["reason"] and comp["reason"] not in site["reasons"]:
                     site["reasons"].append(comp["reason"])
-    return sites
+    return sites, outside
 
 
 def score(results, names, findings, modes_of, executed_in, rules, shape, library_files) -> dict:
@@ -90,7 +125,7 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
               and not results[n]["recompiles"].get("error")]
     failed = {n: (results[n].get("recompiles") or {}).get("error") or "no three-shape run"
               for n in names if n not in shaped and "breaks" in results[n]}
-    sites = persistent_sites(results, shaped, library_files)
+    sites, outside = persistent_sites(results, shaped, library_files)
     persistent_rules = {code for code, info in rules.items() if info[0] == "recompile" and info[3]}
     other_rules = {code for code, info in rules.items() if info[0] == "recompile" and not info[3]}
     shaped_modes = {results[n].get("mode", "eval") for n in shaped}
@@ -101,7 +136,18 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
 
     def covers(f, site):
         if site["kind"] in ("line", "guard"):
-            return any(f.line <= ln <= f.end_line for ln in [site["line"]] + site.get("also_lines", []))
+            if any(f.line <= ln <= f.end_line for ln in [site["line"]] + site.get("also_lines", [])):
+                return True
+        if site["kind"] == "guard":
+            # a guard on a Python value names it (`param_groups[0]['counter'] != 0`, `self.queue_idx
+            # == 8`); the line that changes it is in the function the guard came from
+            fn = shape(site["path"]).function_at(site["line"])
+            if fn is None or not fn[0] <= f.line <= fn[1]:
+                return False
+            text = " ".join(shape(site["path"]).source(ln) for ln in range(f.line, f.end_line + 1))
+            return any(name in text for name in _guarded_names(site["reasons"]))
+        if site["kind"] == "line":
+            return False
         fn = shape(site["path"]).function_at(site["line"])
         return fn is not None and fn[0] <= f.line <= fn[1]
 
@@ -144,6 +190,7 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
         "TP": buckets["TP"], "FP": buckets["FP"], "not_executed": buckets["not-executed"],
         "precision": pct(buckets["TP"], buckets["TP"] + buckets["FP"]),
         "site_list": sorted(sites.values(), key=lambda s: (s["path"], s["line"])),
+        "outside_library": outside,
         "findings": scored,
         "other_recompile_findings": apart,
     }

@@ -23,6 +23,12 @@ What it records, all read from torch itself rather than written by hand:
   makes) break the graph when compiled, with the GB id the compiler gives, measured by
   compiling each in default mode on this torch (torch._dynamo.error_on_graph_break). The list
   of candidates is written here; whether each breaks is the compiler's answer, per release.
+* size_specialising_calls: which of the calls in SIZE_PROBES, given a tensor whose sizes change
+  between calls (or sizes taken from it), make the frame recompile on every new size even
+  after automatic dynamic shapes made the size symbolic (`Tensor.fill_diagonal_`,
+  `torch.triu_indices(n, n)`): each probe is compiled and called with four sizes and its
+  compilations counted per call (tcl.verify.compile_trace); "receiver" or "size arguments"
+  says which input carries the size.
 """
 
 from __future__ import annotations
@@ -126,6 +132,47 @@ CALL_PROBES = {
     "torch.are_deterministic_algorithms_enabled": "torch.are_deterministic_algorithms_enabled()",
     "torch.get_num_threads": "torch.get_num_threads()",
 }
+# Calls given a (n, n) float tensor `x` whose n changes, and `n = x.shape[0]`. The value says
+# which input carries the changing size: the tensor the method is called on, or the ints.
+SIZE_PROBES = {
+    "Tensor.fill_diagonal_": ("x.clone().fill_diagonal_(0)", "receiver"),
+    "Tensor.diagonal": ("x.diagonal()", "receiver"), "torch.diag": ("torch.diag(x)", "receiver"),
+    "torch.diag_embed": ("torch.diag_embed(x)", "receiver"), "torch.tril": ("torch.tril(x)", "receiver"),
+    "torch.triu": ("torch.triu(x, 1)", "receiver"), "Tensor.roll": ("x.roll(1, 0)", "receiver"),
+    "Tensor.unfold": ("x.unfold(0, 2, 1)", "receiver"), "Tensor.chunk": ("x.chunk(2)[0]", "receiver"),
+    "Tensor.tensor_split": ("x.tensor_split(2)[0]", "receiver"), "Tensor.split": ("x.split(2)[0]", "receiver"),
+    "Tensor.sort": ("x.sort(0).values", "receiver"), "Tensor.argsort": ("x.argsort(0)", "receiver"),
+    "Tensor.cumsum": ("x.cumsum(0)", "receiver"), "torch.cdist": ("torch.cdist(x, x)", "receiver"),
+    "torch.block_diag": ("torch.block_diag(x, x)", "receiver"), "Tensor.flip": ("x.flip(0)", "receiver"),
+    "Tensor.repeat_interleave": ("x.repeat_interleave(2, dim=0)", "receiver"),
+    "torch.combinations": ("torch.combinations(x[0])", "receiver"),
+    "torch.cartesian_prod": ("torch.cartesian_prod(x[0], x[0])", "receiver"),
+    "torch.fft.fft": ("torch.fft.fft(x, dim=0)", "receiver"), "Tensor.t": ("x.t()", "receiver"),
+    "torch.triu_indices": ("torch.triu_indices(n, n, 1)", "size arguments"),
+    "torch.tril_indices": ("torch.tril_indices(n, n, -1)", "size arguments"),
+    "torch.eye": ("torch.eye(n)", "size arguments"), "torch.arange": ("torch.arange(n)", "size arguments"),
+    "torch.linspace": ("torch.linspace(0, 1, n)", "size arguments"),
+    "torch.randperm": ("torch.randperm(n)", "size arguments"),
+    "torch.zeros": ("torch.zeros(n, n)", "size arguments"), "torch.ones": ("torch.ones(n)", "size arguments"),
+    "torch.full": ("torch.full((n,), 2.0)", "size arguments"), "torch.empty": ("torch.empty(n)", "size arguments"),
+    "torch.randn": ("torch.randn(n)", "size arguments"), "torch.rand": ("torch.rand(n)", "size arguments"),
+    "torch.hann_window": ("torch.hann_window(n)", "size arguments"),
+    "torch.nn.functional.one_hot": ("torch.nn.functional.one_hot(torch.arange(3), n)", "size arguments"),
+    "torch.bincount": ("torch.bincount(torch.arange(3), minlength=n)", "size arguments"),
+    "torch.nn.functional.interpolate": ("torch.nn.functional.interpolate(x[None, None], size=(n, n))", "size arguments"),
+    "torch.nn.functional.pad": ("torch.nn.functional.pad(x, (0, n))", "size arguments"),
+    "Tensor.narrow": ("x.narrow(0, 1, n - 1)", "size arguments"), "Tensor.view": ("x.view(n * n)", "size arguments"),
+    "Tensor.expand": ("x[:1].expand(n, n)", "size arguments"), "Tensor.new_zeros": ("x.new_zeros(n)", "size arguments"),
+    "Tensor.topk": ("x.topk(n // 2, dim=0).values", "size arguments"),
+    "Tensor.multinomial": ("x.softmax(1).multinomial(n // 2)", "size arguments"),
+    # Python's math on an int that changes (a size, or a step counter once automatic dynamic
+    # shapes made it symbolic): some functions Dynamo evaluates symbolically, others not.
+    **{f"math.{name}": (f"x * math.{name}({args})", "size arguments") for name, args in (
+        ("pow", "n, 0.5"), ("log", "n"), ("exp", "-n"), ("sqrt", "n"), ("log2", "n"), ("log10", "n"),
+        ("log1p", "n"), ("expm1", "-n"), ("cos", "n"), ("sin", "n"), ("tanh", "n"), ("atan", "n"),
+        ("ceil", "n / 3"), ("floor", "n / 3"), ("isqrt", "n"), ("gcd", "n, 4"), ("hypot", "n, 3"),
+        ("factorial", "n // 4"), ("comb", "n, 2"), ("trunc", "n / 3"), ("fabs", "-n"))},
+}
 PROBE_IMPORTS = (
     "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\n"
     "import torch\n"
@@ -155,6 +202,36 @@ def _probe_calls() -> dict[str, str]:
     random.setstate(state)
     torch._dynamo.reset()
     return dict(sorted(broken.items()))
+
+
+def _probe_size_specialising() -> dict[str, str]:
+    """{name: "receiver" | "size arguments"} for the SIZE_PROBES calls that recompile on every
+    new size, counted per call as tcl.verify.compile_trace counts them."""
+    import torch
+
+    sys.path.insert(0, str(OUT_DIR.parent.parent))
+    from tcl.verify.compile_trace import CompileTrace, persistent
+
+    found: dict[str, str] = {}
+    for name, (call, carrier) in SIZE_PROBES.items():
+        namespace: dict = {}
+        exec(compile(f"import math, torch\ndef fn(x):\n    n = x.shape[0]\n    return {call}\n", "<probe>", "exec"),
+             namespace)
+        torch._dynamo.reset()
+        compiled = torch.compile(namespace["fn"], backend="eager")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with CompileTrace() as trace:
+                    for size in (4, 6, 8, 10):
+                        trace.next_call()
+                        compiled(torch.randn(size, size))
+        except Exception:  # a probe this release cannot compile says nothing about sizes
+            continue
+        if persistent(trace.compilations):
+            found[name] = carrier
+    torch._dynamo.reset()
+    return dict(sorted(found.items()))
 
 
 def _annotation_text(annotation) -> str | None:
@@ -259,6 +336,7 @@ def generate() -> dict:
         "tensor_attributes": sorted(_public(torch.Tensor) - _python_attributes()),
         "python_attributes": sorted(_python_attributes() - _public(torch.Tensor)),
         "skipped_calls": _probe_calls(),
+        "size_specialising_calls": _probe_size_specialising(),
     }
 
 
@@ -283,13 +361,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{target} is out of date: python scripts/gen_torch_facts.py", file=sys.stderr)
             return 1
         print(f"{target}: up to date ({len(facts['module_classes'])} module classes, {len(facts['returns'])} "
-              f"functions, {len(facts['skipped_calls'])} breaking calls)")
+              f"functions, {len(facts['skipped_calls'])} breaking calls, "
+              f"{len(facts['size_specialising_calls'])} size-specialising calls)")
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     print(f"wrote {target}: {len(facts['module_classes'])} module classes, {len(facts['other_classes'])} other "
           f"classes, {len(facts['returns'])} functions, {len(facts['skipped_calls'])} of "
-          f"{len(CALL_PROBES)} probed calls break")
+          f"{len(CALL_PROBES)} probed calls break, {len(facts['size_specialising_calls'])} of "
+          f"{len(SIZE_PROBES)} specialise on sizes")
     return 0
 
 

@@ -117,7 +117,8 @@ class Analyzer:
 
     def _index(self, module: cst.Module, package: str, source: str, path: str, tree=None) -> ModuleIndex:
         index = build_index(module, package, source, self.known_modules,
-                            self.memo.compile_calls if self.memo is not None else None)
+                            self.memo.compile_calls if self.memo is not None else None,
+                            self.scan.known_optimizers)
         index.path, index.source, index.module, index.python_tree = path, source, module, tree
         return index
 
@@ -533,6 +534,8 @@ class FileAnalysis:
         for cls in index.classes.values():
             if cls.is_module and "forward" in cls.methods:
                 entries.append(cls.methods["forward"])
+            if cls.is_optimizer and "step" in cls.methods:  # torch.compile(opt.step)
+                entries.append(cls.methods["step"])
             entries.extend(m for m in cls.methods.values() if m.is_compiled and m.name != "forward")
         entries.extend(f for f in index.functions.values() if f.is_compiled)
         for target in index.compile_targets:

@@ -55,6 +55,7 @@ class ClassInfo:
     bases: tuple[str, ...]
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     is_module: bool = False
+    is_optimizer: bool = False  # a torch.optim.Optimizer: its step() is compiled as users do
     index: "ModuleIndex | None" = None
     _attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
     _buffers: set[str] = field(default_factory=set)
@@ -88,6 +89,7 @@ class ModuleIndex:
     dispatch_tables: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     local_defs: frozenset[str] = frozenset()
     known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
+    known_optimizers: frozenset[str] = frozenset()  # torch.optim.Optimizer classes of other files
     # Where it came from: findings in its functions are reported against this file.
     name: str = ""
     path: str = ""
@@ -111,11 +113,11 @@ def decorator_names(node: cst.FunctionDef | cst.ClassDef, imports: ImportMap) ->
 
 def build_index(
     module: cst.Module, package: str = "", source: str = "", known_modules: frozenset[str] = frozenset(),
-    compile_calls: dict | None = None,
+    compile_calls: dict | None = None, known_optimizers: frozenset[str] = frozenset(),
 ) -> ModuleIndex:
     imports = ImportMap(package)
     _collect_imports(module, imports)
-    index = ModuleIndex(imports=imports, known_modules=known_modules)
+    index = ModuleIndex(imports=imports, known_modules=known_modules, known_optimizers=known_optimizers)
     local_defs = set()
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef):
@@ -133,6 +135,7 @@ def build_index(
     for function in index.functions.values():
         function.index = index
     _mark_module_classes(index)
+    _mark_optimizer_classes(index)
     if "compile(" in source:
         collect_compile_calls(module, index, compile_calls)
     return index
@@ -320,6 +323,26 @@ def _mark_module_classes(index: ModuleIndex) -> None:
                     or (parent is not None and parent.is_module)
                 ):
                     info.is_module = True
+                    changed = True
+                    break
+
+
+OPTIMIZER_ROOTS = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+
+
+def _mark_optimizer_classes(index: ModuleIndex) -> None:
+    """A class is a torch.optim.Optimizer if a base is, here or in another checked file."""
+    changed = True
+    while changed:
+        changed = False
+        for info in index.classes.values():
+            if info.is_optimizer:
+                continue
+            for base in info.bases:
+                parent = index.classes.get(base)
+                if base in OPTIMIZER_ROOTS or base in index.known_optimizers or (
+                        parent is not None and parent.is_optimizer):
+                    info.is_optimizer = True
                     changed = True
                     break
 

@@ -14,9 +14,10 @@ import os
 from dataclasses import dataclass
 
 from .files import SourceError, package_of, read_source
-from .module_index import is_torch_module_base
+from .module_index import OPTIMIZER_ROOTS, is_torch_module_base
 
 MODULE_ROOTS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# OPTIMIZER_ROOTS: `torch.compile(opt.step)` compiles an optimizer's step whole, like a forward.
 
 
 def module_name_of(path: str) -> str:
@@ -84,15 +85,22 @@ class ProjectScan:
 
     known_modules: frozenset[str] = frozenset()  # qualified nn.Module subclasses
     module_paths: tuple[tuple[str, str], ...] = ()  # (dotted module name, path as given)
+    known_optimizers: frozenset[str] = frozenset()  # qualified torch.optim.Optimizer subclasses
 
 
 def scan(paths: list[str]) -> ProjectScan:
     module_paths = tuple((module_name_of(p), p) for p in paths if p.endswith(".py"))
-    return ProjectScan(module_classes(paths), module_paths)
+    bases = class_bases(paths)
+    return ProjectScan(resolve_modules(bases), module_paths, resolve_optimizers(bases))
 
 
 def module_classes(paths: list[str]) -> frozenset[str]:
     """Qualified names of every class in `paths` that derives, transitively, from nn.Module."""
+    return resolve_modules(class_bases(paths))
+
+
+def class_bases(paths: list[str]) -> dict[str, list[str]]:
+    """Qualified class name -> qualified names of its bases, for every class in `paths`."""
     bases: dict[str, list[str]] = {}
     for path in paths:
         try:
@@ -108,7 +116,7 @@ def module_classes(paths: list[str]) -> frozenset[str]:
         headers = _ClassHeaders(module_name_of(path), package_of(path))
         headers.visit(tree)
         bases.update(headers.classes)
-    return resolve_modules(bases)
+    return bases
 
 
 def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
@@ -123,6 +131,18 @@ def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
                 modules.add(name)
                 changed = True
     return frozenset(modules)
+
+
+def resolve_optimizers(bases: dict[str, list[str]]) -> frozenset[str]:
+    optimizers: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name not in optimizers and any(p in OPTIMIZER_ROOTS or p in optimizers for p in parents):
+                optimizers.add(name)
+                changed = True
+    return frozenset(optimizers)
 
 
 class Project:

@@ -15,7 +15,7 @@ from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .recompiles import (
     DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
-from .specialisation import SizeSpecialisedByPython
+from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
     SkippedCall, WarningsWarn,
@@ -38,7 +38,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         RngStateInCompiledRegion, HookRegisteredInCompiledRegion, SortByTensor,
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
-        SizeSpecialisedByPython,
+        SizeSpecialisedByPython, SizeSpecialisingCall,
     ],
     key=lambda rule: rule.code,
 ))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import libcst as cst
 
@@ -12,25 +13,102 @@ from ..names import dotted
 from .base import Example, Rule
 
 
+def _int_initialised(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(string keys, self attributes) this file sets to an int literal: `state["step"] = 0`,
+    `dict(k=0)`, `{"counter": 0}`, `self.queue_idx = 0`. The evidence that a counter holds a
+    Python int (a tensor counter -- `state["step"] = torch.zeros(())` -- does not recompile)."""
+    return _int_initialised_cached(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _int_initialised_cached(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    import ast
+
+    def is_int(node) -> bool:
+        return isinstance(node, ast.Constant) and type(node.value) is int
+
+    keys, attrs = set(), set()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset(), frozenset()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and is_int(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                        and isinstance(target.slice.value, str):
+                    keys.add(target.slice.value)
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    attrs.add(target.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            keys.update(k.arg for k in node.keywords if k.arg and is_int(k.value))
+        elif isinstance(node, ast.Dict):
+            keys.update(k.value for k, v in zip(node.keys, node.values)
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str) and is_int(v))
+    return frozenset(keys), frozenset(attrs)
+
+
+def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
+    """`self.step` or `state["step"]` when the file gives it an int: the text to report."""
+    keys, attrs = _int_initialised(ctx.function.index.source if ctx.function.index else "")
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        if ctx.function.owner is None or not ctx.function.owner.is_module:
+            return None
+        if ctx.kind(target) == Kind.META or (target.attr.value in attrs and not is_tensor(ctx.kind(target))):
+            return f"self.{target.attr.value}"
+        return None
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        key = target.slice[0].slice.value
+        container = target.value
+        # Measured on 2.13: an int in a module-level dict is specialised on every call; one in
+        # a dict an object holds (`state = self.state[p]`) turns symbolic after its first change
+        # and recompiles again only where Python needs its value (math.pow: TCL506).
+        if (isinstance(container, cst.Name) and container.value not in ctx.assigned
+                and container.value not in ctx.parameters and isinstance(key, cst.SimpleString)
+                and key.evaluated_value in keys and not is_tensor(ctx.kind(container))):
+            return cst.Module([]).code_for_node(target)
+    return None
+
+
+def _same_target(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    return a.deep_equals(b)
+
+
+def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if _same_target(current, target):
+            return True
+        stack.extend(c for c in current.children if isinstance(c, cst.BaseExpression))
+    return False
+
+
 class ModuleIntCounter(Rule):
     code = "TCL501"
     consequence_after = ": every call"
     name = "int-counter-mutated-in-forward"
     message = (
-        "Python int attribute self.{attr} changes inside forward: every call recompiles "
-        "(guard self.{attr} == N) until the recompile limit, then the frame runs eagerly"
+        "Python int {target} changes inside compiled code: every call recompiles "
+        "(guard {target} == N) until the recompile limit, then the frame runs eagerly"
     )
     fix = (
-        "keep the counter in a tensor buffer (register_buffer('step', torch.zeros((), dtype=torch.long)) "
-        "and step.add_(1)), or set torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+        "keep the counter in a tensor (register_buffer('step', torch.zeros((), dtype=torch.long)) "
+        "and step.add_(1); state['step'] = torch.zeros(()) as torch.optim does), or set "
+        "torch._dynamo.config.allow_unspec_int_on_nn_module = True for module attributes"
     )
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
     persistent = True  # every call changes the int: automatic dynamic shapes never absorbs it
     rationale = (
-        "Dynamo specialises on Python ints stored on modules. `self.step += 1` in forward makes "
-        "each call see a new value, fail the guard and compile again; after "
-        "torch._dynamo.config.recompile_limit (8) compilations it gives up and runs eagerly."
+        "Dynamo specialises on Python ints it reads from nn.Module attributes and module-level "
+        "dicts. `self.step += 1` in forward, or `COUNTS['step'] += 1`, makes each call see a new "
+        "value, fail the guard and compile again; after torch._dynamo.config.recompile_limit (8) "
+        "compilations it gives up and runs eagerly. Measured on torch 2.13: a recompile on every "
+        "call for a module's int attribute, `self.i = (self.i + n) % size` and an int in a "
+        "module-level dict; one compilation for a tensor counter; two for an int in a dict an "
+        "object holds (optimizer state: symbolic after its first change)."
     )
     VALID = [Example('''
 import torch
@@ -44,7 +122,16 @@ class Ema(nn.Module):
     def forward(self, x):
         self.step.add_(1)
         return x * 2
-''', entry="Ema")]
+''', entry="Ema"), Example('''
+import torch
+
+state = {"step": torch.zeros(())}
+
+@torch.compile
+def fn(x):
+    state["step"] += 1
+    return x * state["step"]
+''')]
     INVALID = [Example('''
 import torch
 from torch import nn
@@ -57,20 +144,44 @@ class Ema(nn.Module):
     def forward(self, x):
         self.step += 1  # BREAK
         return x * 2
-''', entry="Ema")]
+''', entry="Ema"), Example('''
+import torch
+
+COUNTS = {"step": 0}
+
+@torch.compile
+def fn(x):
+    COUNTS["step"] += 1  # BREAK
+    return x * COUNTS["step"]
+'''), Example('''
+import torch
+from torch import nn
+
+class Queue(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("memory", torch.zeros(16, 4))
+        self.index = 0
+
+    def forward(self, x):
+        self.memory[self.index] = x.sum(0)
+        self.index = (self.index + 1) % 16  # BREAK
+        return self.memory.sum()
+''', entry="Queue")]
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
-        target = node.target
-        if (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-            and ctx.function.owner is not None
-            and ctx.function.owner.is_module
-            and ctx.kind(target) == Kind.META
-            and isinstance(node.value, (cst.Integer, cst.Float))
-        ):
-            ctx.report(self, node, self.message.format(attr=target.attr.value))
+        name = _counter_name(node.target, ctx)
+        if name is not None and not is_tensor(ctx.kind(node.value)):
+            ctx.report(self, node, self.message.format(target=name))
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        if len(node.targets) != 1 or is_tensor(ctx.kind(node.value)):
+            return
+        target = node.targets[0].target
+        if _reads(node.value, target):  # `self.i = (self.i + n) % size`: an update, not a reset
+            name = _counter_name(target, ctx)
+            if name is not None:
+                ctx.report(self, node, self.message.format(target=name))
 
 
 class RangeOverIntArgument(Rule):

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..dataflow import is_tensor
+from ..dataflow import Kind, is_tensor
+from ..names import dotted
 from .base import Example, Rule
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
@@ -175,3 +176,210 @@ def fn(x):
     def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
         expr = cst.Module([]).code_for_node(size)
         ctx.report(self, node, self.message.format(expr=f"the size {expr}", use=use))
+
+
+SQUARES = "[(torch.randn(n, n),) for n in (4, 6, 8, 10)]"
+
+
+def _size_specialising_calls(release: tuple[int, int]) -> dict[str, str]:
+    """{"Tensor.fill_diagonal_": "receiver", "torch.triu_indices": "size arguments", ...}:
+    measured on the compiler by scripts/gen_torch_facts.py (tcl/torch_facts)."""
+    from .. import torch_facts
+
+    facts = torch_facts.facts_for(release)
+    return dict(facts.size_specialising_calls or {}) if facts is not None else {}
+
+
+def _held_by_module(node: cst.BaseExpression) -> bool:
+    """`self.weight`, `self.mask[:n]`: a parameter or buffer, whose sizes do not change."""
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            return True
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return False
+
+
+def _is_tensor_receiver(func: cst.Attribute, ctx) -> bool:
+    """The receiver of `.fill_diagonal_()` is a tensor: inferred so, or the method exists only on
+    tensors (torch facts: Tensor has it, list/dict/str/... do not) and the receiver is a local
+    value of unknown kind."""
+    kind = ctx.kind(func.value)
+    if is_tensor(kind):
+        return True
+    from .. import torch_facts
+
+    facts = torch_facts.facts_for(tuple(ctx.version[:2]))
+    name = func.attr.value
+    return (kind in (Kind.UNKNOWN, Kind.META) and facts is not None and name in facts.tensor_attributes
+            and name not in facts.python_attributes and ctx.qualname(func.value) in (None, dotted(func.value)))
+
+
+def _splits_dim_zero(call: cst.Call) -> bool:
+    """`t.split(k)` / `t.split(k, 0)`: the number of pieces follows dim 0 (the batch)."""
+    dims = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "dim"]
+    positional = [a.value for a in call.args if a.keyword is None]
+    dims += positional[1:2]
+    return not dims or (isinstance(dims[0], cst.Integer) and dims[0].value == "0")
+
+
+class _Updates(cst.CSTVisitor):
+    """`state["step"] += 1`, `group["k"] = group["k"] + 1`, `self.i = (self.i + n) % m`: the
+    values a function changes on every call, as source text."""
+
+    def __init__(self) -> None:
+        self.targets: set[str] = set()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.targets.add(_text(node.target))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            text = _text(target.target)
+            if isinstance(target.target, (cst.Subscript, cst.Attribute)) and text in _text(node.value):
+                self.targets.add(text)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's updates are its own
+
+
+def _text(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _changing(ctx) -> tuple[set[str], set[str]]:
+    """(updated targets, local names bound from them) of the function being walked."""
+    memo = ctx.memo.get("specialisation.changing")
+    if memo is None:
+        updates = _Updates()
+        ctx.function.node.body.visit(updates)
+        memo = ctx.memo["specialisation.changing"] = ({t for t in updates.targets if "[" in t or "." in t}, set())
+    return memo
+
+
+def is_changing_int(node: cst.BaseExpression, ctx) -> bool:
+    """A value the compiled function changes on every call (a step counter) or a name bound
+    from one, and their integer arithmetic: symbolic after the first change, like a size."""
+    targets, names = _changing(ctx)
+    if isinstance(node, cst.Name):
+        return node.value in names
+    if isinstance(node, (cst.Subscript, cst.Attribute)):
+        return _text(node) in targets
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, SIZE_OPERATORS):
+        sides = (node.left, node.right)
+        return any(is_changing_int(s, ctx) for s in sides) and all(
+            is_changing_int(s, ctx) or isinstance(s, cst.Integer) for s in sides)
+    return False
+
+
+class SizeSpecialisingCall(Rule):
+    code = "TCL506"
+    name = "size-specialising-call"
+    message = (
+        "{call} {what}: Dynamo specialises on the exact size, so every call with a new size "
+        "compiles again (automatic dynamic shapes cannot help), up to the recompile limit (8), "
+        "then the frame runs eagerly"
+    )
+    consequence_after = ": Dynamo specialises"
+    fix = (
+        "use a form that keeps the size symbolic: t.masked_fill_(torch.eye(n, m, dtype=torch.bool, "
+        "device=t.device), v) for fill_diagonal_ (tcl fix rewrites it), a mask built from "
+        "torch.arange for triu/tril_indices, torch.arange(n) * (end - start) / (n - 1) + start for "
+        "linspace; or pad inputs to a few bucket sizes"
+    )
+    gb = (((2, 0), "GB0039"),)
+    category = "recompile"
+    persistent = True
+    rationale = (
+        "Some torch calls need the exact size of their input in Python: Dynamo fixes the "
+        "symbolic size to a constant while tracing them, and the next size fails the guard. "
+        "Which calls do is measured per release by scripts/gen_torch_facts.py (four square "
+        "sizes, compilations counted per call); on torch 2.13: Tensor.fill_diagonal_, "
+        "Tensor.split along a changing dim, torch.triu_indices / tril_indices, torch.linspace, "
+        "torch.hann_window and one_hot with a size as num_classes. 38 lookalikes (diagonal, "
+        "tril, eye, arange, zeros, topk, interpolate, pad, ...) keep the size symbolic."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[0]
+    mask = torch.eye(n, dtype=torch.bool, device=x.device)
+    return x.masked_fill(mask, 0) + torch.tril(x)
+''', calls=SQUARES)]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    scores = x.clone()
+    scores.fill_diagonal_(0)  # BREAK
+    return scores
+''', calls=SQUARES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.size(0)
+    rows, cols = torch.triu_indices(n, n, 1)  # BREAK
+    return x[rows, cols]
+''', calls=SQUARES),
+        Example('''
+import math
+import torch
+
+class Stepper:
+    def __init__(self):
+        self.state = {"step": 0}
+
+STEPPER = Stepper()
+
+@torch.compile
+def fn(x):
+    state = STEPPER.state
+    state["step"] += 1
+    return x * math.pow(state["step"], -0.5)  # BREAK
+''', calls="[(torch.randn(4, 4),)] * 5"),
+    ]
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        targets, names = _changing(ctx)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                (names.add if is_changing_int(node.value, ctx) else names.discard)(target.target.value)
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        calls = _size_specialising_calls(tuple(ctx.version[:2]))
+        if not calls:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = f"Tensor.{func.attr.value}"
+            carrier = calls.get(method)
+            if carrier is not None and _is_tensor_receiver(func, ctx):
+                receiver = cst.Module([]).code_for_node(func.value)
+                if carrier == "receiver":
+                    if _held_by_module(func.value) or (method == "Tensor.split" and not _splits_dim_zero(node)):
+                        return
+                    what = f"on {receiver}, whose sizes follow the inputs"
+                    ctx.report(self, node, self.message.format(call=f".{func.attr.value}()", what=what))
+                    return
+                self._report_sized(node, f".{func.attr.value}()", ctx)
+                return
+        qualname = ctx.qualname(func)
+        if qualname is None or calls.get(qualname) != "size arguments":
+            return
+        self._report_sized(node, f"{qualname}()", ctx)
+
+    def _report_sized(self, node: cst.Call, call: str, ctx) -> None:
+        for arg in node.args:
+            if is_size(arg.value, ctx):
+                what = f"takes the size {_text(arg.value)}"
+            elif is_changing_int(arg.value, ctx):
+                what = f"takes {_text(arg.value)}, an int this function changes on every call"
+            else:
+                continue
+            ctx.report(self, node, self.message.format(call=call, what=what))
+            return

@@ -3,8 +3,9 @@
 scripts/gen_torch_facts.py writes them by importing a torch release: the dotted names at which
 nn.Module classes can be imported (private bases such as `torch.nn.modules.loss._Loss`
 included), the other classes of torch.nn, and which functions of torch's namespaces return
-tensors or only Python values (from return annotations and type stubs), and which probed calls
-break the graph when compiled (with their GB ids, measured on that release). The analyzer asks this
+tensors or only Python values (from return annotations and type stubs), which probed calls
+break the graph when compiled (with their GB ids, measured on that release), and which probed
+calls recompile on every new size of their input (measured the same way). The analyzer asks this
 module instead of guessing from spelling; a name the data does not know gets None, and the
 caller falls back to what it did without data. A target release with no file of its own uses
 the nearest generated release (the newest older one, else the oldest newer one). Reading the
@@ -31,6 +32,9 @@ class TorchFacts:
     skipped_calls: dict[str, str] | None = None  # qualname -> GB id, measured on this release
     tensor_attributes: frozenset[str] = frozenset()  # Tensor has them; list/dict/str/... do not
     python_attributes: frozenset[str] = frozenset()  # list/dict/str/... have them; Tensor does not
+    # "Tensor.fill_diagonal_" / "torch.triu_indices" -> "receiver" | "size arguments": calls that
+    # recompile on every new size of that input, measured on this release
+    size_specialising_calls: dict[str, str] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -77,6 +81,8 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             skipped_calls=dict(data["skipped_calls"]) if "skipped_calls" in data else None,
             tensor_attributes=frozenset(data.get("tensor_attributes", ())),
             python_attributes=frozenset(data.get("python_attributes", ())),
+            size_specialising_calls=(dict(data["size_specialising_calls"])
+                                     if "size_specialising_calls" in data else None),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -80,16 +80,37 @@ class Compilation:
 def guard_line_of(reason: str | None, path: str) -> tuple[int, str] | None:
     """(line, source) of a failing guard whose text names a line of the frame's file `path`
     (guards on Python values: list lengths, ints, attributes); None for tensor guards."""
+    site = guard_site_of(reason, path)
+    return (site[1], site[2]) if site and site[0] == path else None
+
+
+def guard_site_of(reason: str | None, path: str, files=()) -> tuple[str, int, str] | None:
+    """(path, line, source) of the line a failing guard's text names: "... == 3 # src #
+    pkg/mod.py:176 in step". The text shortens the path; it is resolved against the full paths
+    of its "User stack trace", then the frame's own file, then `files` (paths ending so)."""
     match = _GUARD_SOURCE.search(reason or "")
-    if not match or not path:
+    if not match:
         return None
-    frames = _USER_FRAME.findall(reason or "")
-    if frames and os.path.abspath(frames[-1][0]) == path:
-        return int(frames[-1][1]), match.group(1)
-    short = match.group(2).replace("/", os.sep)
-    if not (path.endswith(short) or os.path.basename(path) == os.path.basename(short)):
-        return None
-    return int(match.group(3)), match.group(1)
+    short, line, source = match.group(2).replace("/", os.sep), int(match.group(3)), match.group(1)
+    for full, number in reversed(_USER_FRAME.findall(reason or "")):
+        if full.endswith(short) and int(number) == line:
+            return os.path.abspath(full), line, source
+    for full, _ in reversed(_USER_FRAME.findall(reason or "")):
+        if full.endswith(short):
+            return os.path.abspath(full), line, source
+    if path and (path.endswith(short) or (os.sep not in short and os.path.basename(path) == short)):
+        return path, line, source
+    for full in files:
+        if full.endswith(os.sep + short):
+            return full, line, source
+    return None
+
+
+def guard_expression(reason: str | None) -> str:
+    """The failing guard with its numbers blanked: "opt.state[...]['step'] == N", so the
+    recompiles of one frame on one changing value can be told apart from others."""
+    text = (reason or "").split(": ", 1)[-1].split(" # ", 1)[0]
+    return re.sub(r"\b\d+(\.\d+)?\b", "N", text).strip()
 
 
 class _Listener(logging.Handler):
