@@ -16,7 +16,9 @@ fixed a size while the frame's previous graphs were compiled (`specialisations`)
 - **Precision**: over those rules' findings on executed lines of models that ran all three
   shapes: true when it covers a site. Recompile rules without `persistent` (TCL501-504: int
   counters, int arguments, list lengths, dynamic=False) need variations three shapes do not
-  make; their findings are listed apart, not scored.
+  make; their findings are listed apart, not scored. A finding in the function of a site it
+  does not cover is *masked*, not false: that frame recompiles on every call already, and the
+  runtime names only the first failing guard of a recompile (the break metric's "shadowed").
 """
 
 from __future__ import annotations
@@ -151,6 +153,10 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
         fn = shape(site["path"]).function_at(site["line"])
         return fn is not None and fn[0] <= f.line <= fn[1]
 
+    def same_function(f, site):
+        fn = shape(site["path"]).function_at(site["line"])
+        return fn is not None and fn[0] <= f.line <= fn[1]
+
     for key, site in sites.items():
         hits = [f for f in findings.get(site["path"], []) if f.code in persistent_rules
                 and modes_of(site["path"], f) & site["modes"] and covers(f, site)]
@@ -171,6 +177,11 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
                 entry["bucket"] = "not-executed"
             elif any(covers(f, s) for s in sites.values() if s["path"] == path):
                 entry["bucket"] = "TP"
+            elif any(same_function(f, s) for s in sites.values() if s["path"] == path):
+                # the frame recompiles on every call already, on a guard another line fixed: the
+                # runtime names one failing guard per recompile, so this line's cannot show
+                # until that one is gone (as a break's frame shadows later breaks)
+                entry["bucket"] = "masked"
             else:
                 entry["bucket"] = "FP"
             scored.append(entry)
@@ -188,6 +199,7 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
         "models_persistent": sorted({m for s in sites.values() for m in s["models"]}),
         "sites": len(sites), "found": len(found), "recall": pct(len(found), len(sites)),
         "TP": buckets["TP"], "FP": buckets["FP"], "not_executed": buckets["not-executed"],
+        "masked": buckets["masked"],
         "precision": pct(buckets["TP"], buckets["TP"] + buckets["FP"]),
         "site_list": sorted(sites.values(), key=lambda s: (s["path"], s["line"])),
         "outside_library": outside,

@@ -19,7 +19,7 @@ from .incremental_parse import parse_incrementally
 from .guards import boolean_operators, refusal
 from .limits import interruption
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, build_index
-from .project import Project, ProjectScan
+from .project import Project, ProjectScan, module_name_of
 from .noqa import NoqaMap
 from .positions import function_ranges
 from .rules import selected_rules
@@ -523,6 +523,7 @@ class FileAnalysis:
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
         self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
+        self.overrides: dict[tuple[int, str], list[FunctionInfo]] = {}
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
@@ -605,6 +606,48 @@ class FileAnalysis:
                 if function not in targets and not function.is_disabled:
                     targets.append(function)
         return targets
+
+    MAX_OVERRIDES = 64
+
+    def override_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
+        """`self.compute_loss(...)` in a method of class B: the overrides of `compute_loss` in B's
+        subclasses across the checked tree. A base class's forward is compiled for each
+        subclass, so the call runs whichever override that subclass has (pytorch-metric-
+        learning's losses: one forward in the base, the loss in each subclass)."""
+        func = call.func
+        owner = caller.owner
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == "self" and owner is not None and owner.index is not None):
+            return []
+        key = (id(owner), func.attr.value)
+        found = self.overrides.get(key)
+        if found is not None:
+            return found
+        self.overrides[key] = []
+        name, targets, seen = func.attr.value, [], set()
+        queue = self._subclasses_of(owner)
+        while queue and len(targets) < self.MAX_OVERRIDES:
+            cls = queue.pop(0)
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            method = cls.methods.get(name)
+            if method is not None and not method.is_property and not method.is_disabled and not method.is_compiled \
+                    and not (name == "forward" and cls.is_module):
+                targets.append(method)
+            queue.extend(self._subclasses_of(cls))
+        self.overrides[key] = targets
+        return targets
+
+    def _subclasses_of(self, cls) -> list:
+        index = cls.index
+        found = [c for c in index.classes.values() if cls.name in c.bases and c is not cls]
+        module = index.name or (module_name_of(index.path) if index.path else "")
+        for qualname in self.project.subclasses.get(f"{module}.{cls.name}", ()):
+            other = self.project.find(qualname)
+            if other is not None and hasattr(other, "methods") and other not in found and other is not cls:
+                found.append(other)
+        return found
 
     def _table_entries(self, table: cst.BaseExpression, index: ModuleIndex) -> list[FunctionInfo]:
         if not isinstance(table, cst.Name):
@@ -800,6 +843,7 @@ class FileAnalysis:
             "tuple": self._tuple_returns,
             "property": lambda node: self.resolve_property(node, function),
             "dispatch": lambda call: self.dispatch_targets(call, function),
+            "overrides": lambda call: self.override_targets(call, function),
             "breaks": self._breaks,
         }
         asked: list | None = None
@@ -836,6 +880,7 @@ class FileAnalysis:
             tuple_returns=questions["tuple"],
             resolve_property=questions["property"],
             dispatch_targets=questions["dispatch"],
+            override_targets=questions["overrides"],
             callee_breaks=questions["breaks"],
             assume=self.analyzer.config.assume,
         )

@@ -86,12 +86,20 @@ class ProjectScan:
     known_modules: frozenset[str] = frozenset()  # qualified nn.Module subclasses
     module_paths: tuple[tuple[str, str], ...] = ()  # (dotted module name, path as given)
     known_optimizers: frozenset[str] = frozenset()  # qualified torch.optim.Optimizer subclasses
+    # (qualified class, its direct subclasses in the tree): `self.compute_loss()` in a base
+    # class's forward runs the override of whichever subclass is compiled
+    subclasses: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def scan(paths: list[str]) -> ProjectScan:
     module_paths = tuple((module_name_of(p), p) for p in paths if p.endswith(".py"))
     bases = class_bases(paths)
-    return ProjectScan(resolve_modules(bases), module_paths, resolve_optimizers(bases))
+    children: dict[str, list[str]] = {}
+    for name, parents in bases.items():
+        for parent in parents:
+            children.setdefault(parent, []).append(name)
+    return ProjectScan(resolve_modules(bases), module_paths, resolve_optimizers(bases),
+                       tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())))
 
 
 def module_classes(paths: list[str]) -> frozenset[str]:
@@ -153,6 +161,7 @@ class Project:
     def __init__(self, scan_result: ProjectScan, load) -> None:
         self.scan = scan_result
         self.paths = dict(scan_result.module_paths)
+        self.subclasses = {base: list(children) for base, children in scan_result.subclasses}
         self._load = load  # (path, module name) -> ModuleIndex | None
         self._loaded: dict[str, object] = {}
 

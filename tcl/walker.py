@@ -134,6 +134,7 @@ class FunctionWalker(cst.CSTVisitor):
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
+        override_targets=lambda call: (),
         callee_breaks=lambda function: False,
         assume: dict | None = None,
         params_from_callers: bool | None = None,
@@ -144,6 +145,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.callee_breaks = callee_breaks
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
+        self.override_targets = override_targets
         self.resolve_property = resolve_property
         self.function = function
         self.is_entry = is_entry  # torch.compile calls it directly: arguments come from outside
@@ -449,11 +451,14 @@ class FunctionWalker(cst.CSTVisitor):
         callee = self.resolve_call(node)
         # A call through a dispatch table (`self.loss_function(...)`) may run any of its entries.
         callees = [callee] if callee is not None else self.dispatch_targets(node)
-        if not callees:
+        # `self.compute_loss(...)` in a base class: the subclasses' overrides run too (same
+        # signature, so the argument kinds hold for them).
+        overrides = [f for f in self.override_targets(node) if f not in callees]
+        if not callees and not overrides:
             return
         positional = [self.kind(arg.value) for arg in node.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: self.kind(arg.value) for arg in node.args if arg.keyword is not None}
-        if callee is None:
+        if callee is None and not overrides:
             # Table entries differ in signature: a position says nothing about another entry's
             # parameter there (`config` in one, `vocab_size` in another); names still do.
             positional = [Kind.UNKNOWN] * len(positional)
@@ -468,7 +473,7 @@ class FunctionWalker(cst.CSTVisitor):
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
         site = CallSite(positional, keywords, crossed, tuples)
-        for target in callees:
+        for target in callees + overrides:
             self.result.calls.append((target, site))
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
