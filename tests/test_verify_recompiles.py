@@ -211,3 +211,16 @@ def test_use_of_a_specialising_line_and_guard_summary():
         "tensor 'x' size mismatch at index 1"
     assert explain.guard_summary("2/1: ___stack0 == 'tensor([[ 1.5009, 0.7109, -0.0428' # s = str(h) # m.py:3") == \
         "___stack0 == 'tensor([[ 1.5009, 0.7109...'"
+
+
+def test_exploration_stops_when_its_share_of_the_timeout_is_spent():
+    import time
+
+    from tcl.verify import recompiles
+
+    job = {"device": "cpu", "mode": "default", "backend": "eager", "timeout": 10.0,
+           "example_started": time.monotonic() - 7.0}  # 70% spent: past the 60% share
+    found, error, notes = recompiles.explore(lambda x: x * 2, (torch.ones(2, 3),), {}, job, "eager")
+    assert (found, error, notes["varied"]) == ([], None, [])
+    assert notes["stopped"].startswith("time limit: not varied batch, dim 1")
+    assert "of the 10s per-example timeout spent" in notes["stopped"]
