@@ -41,14 +41,17 @@ def run_verify(*args: str, cwd: Path = ROOT, backend: str = "eager", timeout: fl
     return proc.returncode, report, proc.stderr
 
 
-def marks(path: Path) -> dict[tuple[int, str], bool]:
-    """(line, code) -> whether the mark says the hazard is shadowed."""
+def marks(path: Path) -> dict[tuple[int, str], str]:
+    """(line, code) -> the status the mark expects at runtime: "shadowed" or "not-confirmed" when
+    it says so in parentheses, else "confirmed"."""
     found = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         match = EXPECT.search(line)
         if match:
+            rest = match.group("rest")
+            status = next((s for s in ("shadowed", "not-confirmed") if f"({s})" in rest), "confirmed")
             for code in match.group("codes").split(","):
-                found[(number, code.strip())] = "(shadowed)" in match.group("rest")
+                found[(number, code.strip())] = status
     return found
 
 
@@ -73,10 +76,9 @@ def test_fixture_marks_are_confirmed_at_runtime(fixture_run, name):
     findings = {(f["line"], f["code"]): f for f in report["findings"] if f["path"] == path}
     expected = marks(FIXTURES / name)
     assert expected, "fixture without marks"
-    for (line, code), shadowed in sorted(expected.items()):
+    for (line, code), want in sorted(expected.items()):
         finding = findings.get((line, code))
         assert finding is not None, f"{path}:{line} {code}: no static finding"
-        want = "shadowed" if shadowed else "confirmed"
         assert finding["status"] == want, f"{path}:{line} {code}: {finding}"
     missed = [b for b in report["runtime_breaks"] if b["path"] == path and not b["matched"]]
     assert missed == []
@@ -88,8 +90,16 @@ def test_fixture_marks_are_confirmed_at_runtime(fixture_run, name):
 def test_fixture_run_report_shape(fixture_run):
     rc, report, stderr = fixture_run
     assert report is not None, stderr
-    assert rc == 0, stderr
-    assert set(report) >= {"findings", "runtime_breaks", "recompiles", "examples", "environment"}
+    # Exit 1 only for the findings the fixtures mark not-confirmed (misc_hazards.py:92, a TCL505
+    # that graph-breaks rather than recompiles on torch 2.13); nothing missed, every example ran.
+    marked = {(f"fixtures/{name}", line, code) for name in VERIFIED if (FIXTURES / name).is_file()
+              for (line, code), want in marks(FIXTURES / name).items() if want == "not-confirmed"}
+    unconfirmed = {(f["path"], f["line"], f["code"]) for f in report["findings"] if f["status"] == "not-confirmed"}
+    assert unconfirmed == marked
+    assert rc == (1 if marked else 0), stderr
+    assert not [g for g in report["persistent_recompiles"] if g["in_checked_file"] and g["missed"]]
+    assert set(report) >= {"findings", "runtime_breaks", "recompiles", "examples", "environment",
+                           "persistent_recompiles"}
     env = report["environment"]
     assert env["device"] == "cpu" and env["backend"] == "eager" and env["mode"] == "default"
     assert env["torch"] == torch.__version__

@@ -8,7 +8,8 @@ what the compiler did (`matching`) and reports (`report`).  Examples: with ``--e
 exactly those functions run; without, every checked file that defines a module-level
 ``tcl_examples()``; ``--replay RECORDING`` adds the calls `pytest --tcl-record` recorded.  Each
 example returns ``(callable_or_module, args, kwargs)``.  Exit status: 0 when no finding is
-not-confirmed, nothing is missed, every example ran and every file was analysed (shadowed and
+not-confirmed, nothing is missed (no runtime break, no persistent recompile in a checked file
+that no finding predicted), every example ran and every file was analysed (shadowed and
 not-reached count as explained); 1 otherwise; 2 for usage errors; 130 when interrupted (the
 report of what finished is still written).
 """
@@ -52,8 +53,11 @@ def add_verify_parser(commands) -> argparse.ArgumentParser:
             "Check findings against the installed PyTorch: run the static analysis on PATH, then "
             "compile and run examples in child processes and report, for each finding, whether "
             "the compiler breaks there (confirmed / not-confirmed / shadowed / not-reached), every "
-            "runtime break no finding predicted (missed), and recompiles when the batch size "
-            "changes or train()/eval() is toggled. Unlike `tcl check`, which only reads source, "
+            "runtime break no finding predicted (missed), and the recompiles when each dimension of "
+            "the tensor arguments, the int arguments or list lengths change or train()/eval() is "
+            "toggled; a persistent recompile (one automatic dynamic shapes did not absorb) comes "
+            "with the line that pinned the size, the rule that predicted it or 'missed', and a "
+            "remedy. Unlike `tcl check`, which only reads source, "
             "`tcl verify` IMPORTS AND EXECUTES the checked code and the examples. Exit status: "
             "0 all findings confirmed or explained and nothing missed, 1 otherwise, 2 usage errors."
         ),
@@ -185,7 +189,10 @@ def _verify(args: argparse.Namespace) -> int:
          "source": run.source.label, "index": run.index,
          "fullgraph_error": run.result.get("fullgraph_error"),
          "breaks": len(run.result.get("breaks") or []),
-         "recompile_error": run.result.get("recompile_error"), "warning": run.result.get("warning")}
+         "recompile_error": run.result.get("recompile_error"), "warning": run.result.get("warning"),
+         "varied": [v["what"] for v in (run.result.get("exploration") or {}).get("varied") or []],
+         "not_varied": (run.result.get("exploration") or {}).get("not_varied") or [],
+         "exploration_stopped": (run.result.get("exploration") or {}).get("stopped")}
         for run in runs
     ]
     env = runner.environment or {}
@@ -196,6 +203,8 @@ def _verify(args: argparse.Namespace) -> int:
         "jobs": jobs, "shard": args.shard, "gpus": gpus, "timeout": args.timeout,
         "examples": sum(1 for run in runs if run.index is not None),
         "wall_seconds": round(time.monotonic() - started, 2), "interrupted": interrupted,
+        "recompile_limit": next((run.result["exploration"].get("recompile_limit") for run in runs
+                                 if run.result.get("exploration")), None),
     }
     report["errors"] = [str(error) for error in static.all_errors]
     rows = summary_rows(report, runs, sources, runner.startup)
@@ -210,6 +219,7 @@ def _verify(args: argparse.Namespace) -> int:
         any(f["status"] == "not-confirmed" for f in report["findings"])
         or any(b["in_checked_file"] and not b["matched"] for b in report["runtime_breaks"])
         or any(e["status"] != "ok" for e in report["examples"])
+        or any(g["in_checked_file"] and g["missed"] for g in report["persistent_recompiles"])
         or report["errors"]
     )
     if interrupted:

@@ -33,7 +33,7 @@ import warnings
 from tcl.oracle import unwrap_compiled
 from tcl.safe_files import open_append
 from tcl.verify.common import _describe
-from tcl.verify.recompiles import _recompiles
+from tcl.verify.recompiles import _recompiles, compile_options
 
 # Errors after which a CUDA context cannot be trusted: the rest of the examples go to a new child.
 _POISON = re.compile(
@@ -193,6 +193,9 @@ def _run_example(example, job) -> dict:
         target, args, kwargs = _split_example(example)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"bad example: {_describe(exc)}", "seconds": round(time.perf_counter() - started, 3)}
+    # The recompile exploration compiles the function the way its decorator did (dynamic=False
+    # guards every size), and stops exploring when its share of the timeout is spent.
+    job = dict(job, compile_options=compile_options(target), example_started=time.monotonic())
     target = unwrap_compiled(target)
     result = _verify_once(target, args, kwargs, job)
     if job["device"] == "cuda" and _DEVICE_MISMATCH.search(result.get("eager_error") or ""):
@@ -220,7 +223,8 @@ def _verify_once(target, args, kwargs, job) -> dict:
     from tcl import oracle
 
     result = {"error": None, "breaks": [], "frame_skips": [], "fullgraph_error": None, "executed": {},
-              "recompiles": [], "recompile_error": None, "eager_error": None, "warning": None}
+              "recompiles": [], "recompile_error": None, "exploration": None, "eager_error": None,
+              "warning": None}
     user_files = set(job["user_files"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -254,7 +258,8 @@ def _verify_once(target, args, kwargs, job) -> dict:
         elif probe.default_error:
             result["error"] = f"compiled run raised {probe.default_error}"
         if job.get("recompiles", True) and result["error"] is None:
-            result["recompiles"], result["recompile_error"] = _recompiles(target, args, kwargs, job)
+            result["recompiles"], result["recompile_error"], result["exploration"] = _recompiles(
+                target, args, kwargs, job)
     return result
 
 

@@ -293,7 +293,7 @@ class Runner:
     def _job(self, source: Source, indices) -> dict:
         return {"source": source.to_job(), "indices": indices, "user_files": self.user_files,
                 "backend": self.args.backend, "mode": self.args.mode, "device": self.device,
-                "recompiles": True}
+                "recompiles": True, "timeout": getattr(self.args, "timeout", None)}
 
     def _hello(self, event: dict) -> None:
         with self.lock:
@@ -383,9 +383,10 @@ class Runner:
             result = run.result
             recompiles = result.get("recompiles") or []
             real = sum(1 for r in recompiles if not r.get("expected"))
+            persistent = sum(1 for r in recompiles if r.get("persistent"))
             detail = f"ok, {len(result.get('breaks') or [])} breaks, {len(recompiles)} recompiles"
             if real:
-                detail += f" ({real} unexpected)"
+                detail += f" ({real} unexpected, {persistent} persistent)"
             if result.get("warning"):
                 detail += f"; WARNING: {result['warning']}"
         else:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ..safe_files import read_regular
 from .common import _display, _norm
 from .examples import ExampleRun
+from .explain import explain
 
 
 # --------------------------------------------------------------------------- file shapes
@@ -194,16 +195,23 @@ _GUARD_NAMES = re.compile(r"[A-Za-z_][\w.]*")
 _REFERENCES = re.compile(r"([^\s#'\"]+\.py):(\d+)")
 
 
-def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persistent: bool = False) -> bool:
+def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persistent: bool = False,
+                       end_line: int | None = None) -> bool:
     """Whether a recompile is the one a recompile-hazard finding predicts.
 
-    Its guard's source reference names the finding's line, or: it recompiled the function that
-    holds the finding, and a name its guard tests (self.step, n) is on the finding's line. For a
-    size the finding says Python specialises on (`persistent` rules, TCL505), a size guard of
-    that function that fails on a change after the first (automatic dynamic shapes made the
-    size symbolic on the first, so a later size recompile is the specialisation).
+    The compile trace saw a line of the finding (line..end_line) fix the size whose guard then
+    failed, or its guard's source reference names the finding's line, or: it recompiled the
+    function that holds the finding, and a name its guard tests (self.step, n) is on the
+    finding's line. For a size the finding says Python specialises on (`persistent` rules,
+    TCL505), when the trace names no specialising line: a size guard of that function that
+    fails on a change after the first (automatic dynamic shapes made the size symbolic on the
+    first, so a later size recompile is the specialisation).
     """
     reason = rec.get("reason") or ""
+    last = max(end_line or line, line)
+    specs = rec.get("specialised_by") or []
+    if any(_norm(s["path"]) == finding_path and line <= s["line"] <= last for s in specs):
+        return True
     for fragment, number in _REFERENCES.findall(reason):
         if int(number) == line and finding_path.endswith(fragment.lstrip(".")):
             return True
@@ -217,7 +225,7 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persisten
         # A finding on the function's header (`@torch.compile(dynamic=False)`): the hazard is
         # the frame's static shapes, so any size guard of that frame is the predicted one.
         return "size mismatch" in reason or "stride mismatch" in reason
-    if persistent and not rec.get("expected") and ("size mismatch" in reason or rec["line"] == line):
+    if persistent and not specs and not rec.get("expected") and ("size mismatch" in reason or rec["line"] == line):
         return True
     guard = re.sub(r"'[^']*'|\"[^\"]*\"", "", reason.split(": ", 1)[-1].split(" # ", 1)[0])
     text = file.line_text(line)
@@ -264,8 +272,10 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
         for path, lines in (run.result.get("executed") or {}).items():
             executed.setdefault(_norm(path), set()).update(lines)
         skips.extend(_skips(run.result.get("frame_skips") or [], shape))
+        notes = run.result.get("exploration") or {}
         for item in run.result.get("recompiles") or []:
-            recompiles.append(dict(item, example=run.label, findings=[]))
+            recompiles.append(dict(item, example=run.label, findings=[], dynamic=notes.get("dynamic"),
+                                   recompile_limit=notes.get("recompile_limit")))
     by_line: dict[tuple[str, int], list[Break]] = {}
     for brk in breaks.values():
         by_line.setdefault((brk.path, brk.line), []).append(brk)
@@ -295,7 +305,8 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
         ran = any(line in executed.get(path, ()) for line in range(finding.line, finding.end_line + 1))
         if is_recompile:
             persistent = getattr(rule, "persistent", False)
-            hits = [r for r in recompiles if _recompile_matches(path, finding.line, r, shape, persistent)]
+            hits = [r for r in recompiles
+                    if _recompile_matches(path, finding.line, r, shape, persistent, finding.end_line)]
             for rec in hits:
                 rec["findings"].append(f"{finding.code}@{finding.line}")
             function = shape(path).function_at(shape(path).def_line(finding.line))
@@ -343,7 +354,14 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             "matched": bool(brk.matched_by), "in_checked_file": brk.path in checked,
             "findings": brk.matched_by, "examples": brk.examples,
         })
+    persistent = explain(recompiles, findings, shape,
+                         lambda code: getattr(BY_CODE.get(code), "category", "") == "recompile")
+    for group in persistent:
+        group["in_checked_file"] = bool(group["path"]) and _norm(group["path"]) in checked
     for rec in recompiles:
         if rec.get("path"):
             rec["path"] = _display(rec["path"])
-    return {"findings": out_findings, "runtime_breaks": runtime, "recompiles": recompiles}
+        for spec in rec.get("specialised_by") or []:
+            spec["path"] = _display(spec["path"])
+    return {"findings": out_findings, "runtime_breaks": runtime, "recompiles": recompiles,
+            "persistent_recompiles": persistent}

@@ -1,14 +1,32 @@
-"""Recompile exploration, in the child process: call a fresh compiled copy of an example again with
-its inputs varied (batch size, int arguments, list lengths, train()/eval()) and report every
-recompile with the guard that failed; and `count_compiles`, the runtime truth for the
-recompile-hazard rules' examples (a counting backend sees one call per graph Dynamo compiles).
-Needs torch, imported lazily; never tcl's static analyzer."""
+"""Recompile exploration, in the child process: call a fresh compiled copy of an example again and
+again with its inputs varied, one quantity at a time, under `CompileTrace` (compile_trace.py), so
+that every recompile comes with the guard that failed and the user lines that fixed a size.  The
+phases, each on a new compiled copy after ``torch._dynamo.reset()``: the example's inputs twice,
+then the batch (dim 0 of the tensor arguments) +1, +2, +3; each other dimension d of the first
+tensor argument (every tensor argument whose dim d has the same size grows with it) +1, +2, +3,
+or, where the example raises on those sizes, +g, +2g, +3g with g the largest power of two (at
+most 8) dividing the size, and where it raises again the dimension is dropped with a note; the
+int arguments +1, +2, +3; the list arguments one longer and train()/eval() toggled.  In a phase
+that varies a size or an int, a frame's first recompile is automatic dynamic shapes at work (by
+design: ``expected``); every later one is ``persistent``: something pins the value.  The
+exploration stops when 60% of the per-example timeout is spent.  `count_compiles` is the runtime
+truth for the recompile-hazard rules' examples.  Needs torch, imported lazily; never tcl's static
+analyzer.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import time
+from dataclasses import dataclass, field
 
 from .common import _describe, _one_line
+
+# The share of the per-example timeout (the parent kills the child past it) that recompile
+# exploration may use, counted from the start of the example.
+EXPLORE_SHARE = 0.6
+GROWTH = (1, 2, 3)
 
 
 def _map_tensors(obj, fn):
@@ -25,29 +43,30 @@ def _map_tensors(obj, fn):
     return obj
 
 
-def _batch_size(args, kwargs) -> int | None:
-    """dim 0 of the first tensor argument that has one."""
+def _first_tensor_shape(args, kwargs) -> tuple[int, ...] | None:
+    """The shape of the first tensor argument with at least one dimension."""
     found = []
 
     def look(t):
         if not found and t.dim() >= 1:
-            found.append(int(t.shape[0]))
+            found.append(tuple(int(n) for n in t.shape))
         return t
 
     _map_tensors((args, kwargs), look)
-    return found[0] if found and found[0] > 0 else None
+    return found[0] if found else None
 
 
-def _grow_batch(args, kwargs, batch: int, extra: int):
-    """Every tensor whose dim 0 is the batch gets `extra` more rows (copies of its first row, so
-    that index and label tensors stay valid)."""
+def _grow_dim(args, kwargs, dim: int, size: int, new: int):
+    """Every tensor whose dim `dim` has `size` entries gets `new` (copies of its first slice along
+    that dim, so that index, label and mask tensors stay valid)."""
     import torch
 
     def grow(t):
-        if t.dim() == 0 or t.shape[0] != batch:
+        if t.dim() <= dim or t.shape[dim] != size:
             return t
         with torch.no_grad():
-            bigger = torch.cat([t] + [t[:1]] * extra)
+            index = torch.cat([torch.arange(size), torch.zeros(new - size, dtype=torch.long)]).to(t.device)
+            bigger = t.index_select(dim, index)
         if t.requires_grad and t.is_leaf:
             bigger.requires_grad_()
         return bigger
@@ -103,58 +122,250 @@ def _modules_in(target, args, kwargs) -> list:
     return found
 
 
-def _metrics():
-    from torch._dynamo import utils
+def compile_options(target) -> dict:
+    """torch.compile keywords of a compiled example that change guards: ``dynamic`` as the user's
+    ``@torch.compile(dynamic=False)`` set it (read from Dynamo's context, which the compiled
+    function holds in its closure and an OptimizedModule as ``dynamo_ctx``); {} when unknown."""
+    for _ in range(10):
+        contexts = [getattr(target, "dynamo_ctx", None)]
+        contexts += [cell.cell_contents for cell in (getattr(target, "__closure__", None) or ())
+                     if _has_contents(cell)]
+        for context in contexts:
+            dynamic = getattr(context, "_dynamic", None)
+            if isinstance(dynamic, bool):
+                return {"dynamic": dynamic}
+        inner = getattr(target, "_orig_mod", None) or getattr(target, "_torchdynamo_orig_callable", None)
+        if inner is None or inner is target:
+            return {}
+        target = inner
+    return {}
 
-    get = getattr(utils, "get_compilation_metrics", None)
-    clear = getattr(utils, "clear_compilation_metrics", None)
-    return get, clear
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
 
 
-def _recompiles(target, args, kwargs, job) -> tuple[list[dict], str | None]:
-    """`_probe_recompiles` with the job's backend; if the example fails there (inductor's donated
-    buffers refuse a second backward through `autograd.grad(create_graph=True)`), again with the
-    eager backend: recompiles come from Dynamo's guards, which do not depend on the backend."""
-    found, error = _probe_recompiles(target, args, kwargs, job, job["backend"])
-    if error is not None and job["backend"] != "eager":
-        retry, retry_error = _probe_recompiles(target, args, kwargs, job, "eager")
-        if retry_error is None:
-            return retry, None
-    return found, error
+def recompile_limit() -> int | None:
+    from torch._dynamo import config
+
+    for name in ("recompile_limit", "cache_size_limit"):
+        value = getattr(config, name, None)
+        if isinstance(value, int):
+            return value
+    return None
 
 
-def _probe_recompiles(target, args, kwargs, job, backend) -> tuple[list[dict], str | None]:
-    """Call a fresh compiled copy with the example's inputs, then with the batch dimension grown by
-    one and by two, then with its Python int arguments raised by one and by two, then with its
-    list arguments one element longer, then with train()/eval() toggled; return the recompiles
-    that caused."""
+# --------------------------------------------------------------------------- phases
+
+
+@dataclass
+class Phase:
+    """Calls of one fresh compiled copy: steps[0] the example's inputs, then the variations."""
+
+    name: str  # "batch", "dim 1", "int n", "lists and train/eval"
+    label: str  # what changes, for "recompiles on every new ...": "batch size", "size of dim 1"
+    steps: list  # (trigger, make_inputs)
+    first_varied: int = 1
+    varies_value: bool = True  # a size or an int: automatic dynamic shapes should absorb it
+    sizes: list = field(default_factory=list)  # the values it goes through, for the report
+
+
+def _size_phase(name, label, args, kwargs, dim, size, news, prefix, base_steps=()):
+    steps = list(base_steps) or [("first call", lambda: (args, kwargs))]
+    first_varied = len(steps)
+    previous = size
+    for new in news:
+        steps.append((f"{prefix} {previous}->{new}", lambda new=new: _grow_dim(args, kwargs, dim, size, new)))
+        previous = new
+    return Phase(name, label, steps, first_varied, True, [size, *news])
+
+
+def _fallback_sizes(size: int) -> list[int] | None:
+    """+g, +2g, +3g with g the largest power of two (at most 8) dividing `size`: sizes that keep
+    the divisibility `view(b, n // 2, 2)`-style code needs; None when g would be 1."""
+    step = min(size & -size, 8)
+    return [size + k * step for k in GROWTH] if step > 1 else None
+
+
+def _run_phase(phase: Phase, make_compiled, device: str, deadline: float):
+    """(compilations, number of steps run, (failed step, error) or None, stopped for time)."""
     import torch
 
     from tcl import oracle
 
-    get, clear = _metrics()
-    if get is None or clear is None:
-        return [], "this torch has no torch._dynamo.utils.get_compilation_metrics()"
-    device = job["device"]
+    from .compile_trace import CompileTrace
+
     torch._dynamo.reset()
+    compiled = make_compiled()
+    failure, done, stopped = None, 0, False
+    with CompileTrace() as trace:
+        for index, (trigger, make_inputs) in enumerate(phase.steps):
+            if time.monotonic() > deadline:
+                stopped = True
+                break
+            trace.next_call()
+            try:
+                a, k = make_inputs()
+                oracle._call(compiled, a, k)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 -- the example's own failure is data
+                failure = (index, f"{trigger}: {_describe(exc)}")
+                break
+            done += 1
+    return trace.compilations, done, failure, stopped
+
+
+# Guards that a new size or int value fails: a size, a stride or a numeric comparison, or any
+# check of a tensor input (with several graphs cached, the one Dynamo reports can be another
+# graph's `requires_grad mismatch`).
+_VALUE_GUARD = re.compile(r"size mismatch|stride mismatch|\.size\(\)|tensor '|(==|!=|<=|>=|<|>)\s*-?\d+\b")
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_SHORT_FRAME = re.compile(r"([^\s#'\"]+\.py):(\d+) in \w+")
+
+
+def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
+    """The user line a guard comes from, read from Dynamo's full reason text (before it is cut
+    to one short line): ``guard # source line # short/path.py:N in fn [User stack trace: File
+    "/full/path.py", line N ...]``."""
+    parts = [p.strip() for p in reason.split(" # ")]
+    source = parts[1][:200] if len(parts) >= 3 else None
+    for path, line in _USER_FRAME.findall(reason):
+        if os.path.isabs(path) and "site-packages" not in path:
+            return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
+    for fragment, line in _SHORT_FRAME.findall(reason):
+        fragment = fragment.lstrip(".")
+        for path in [frame_path, *user_files]:
+            if path and os.path.abspath(path).endswith(fragment):
+                return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
+    return {"guard_path": None, "guard_line": None, "guard_source": source}
+
+
+def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before: int | None = None) -> list[dict]:
+    """One record per recompile of the phase (of calls < keep_before only, when given).
+
+    In a phase that varies a size or an int, the recompiles of a frame at the first varied call
+    where it recompiled are automatic dynamic shapes making the value symbolic (by design,
+    ``expected``), when one of them is a size or value guard (a frame can hold several graphs,
+    say for inputs with and without requires_grad, and each goes dynamic); every later one, or
+    one that guards on something else (an object id, a string), is ``persistent``: some code
+    pinned the value.  With dynamic=False nothing is made symbolic: every one is persistent.
+    """
+    from .compile_trace import specialising_lines
+
+    kept = [c for c in comps if c.reason and (keep_before is None or c.call < keep_before)]
+    by_frame: dict[tuple, list] = {}
+    for comp in kept:
+        by_frame.setdefault(comp.frame, []).append(comp)
+    first_call, absorbs, same_inputs, varied_calls = {}, {}, {}, {}
+    for frame, frame_comps in by_frame.items():
+        varied = sorted({c.call for c in frame_comps if c.call >= phase.first_varied})
+        varied_calls[frame] = varied
+        if varied:
+            first_call[frame] = varied[0]
+            absorbs[frame] = not dynamic_off and any(
+                _VALUE_GUARD.search(c.reason) for c in frame_comps if c.call == varied[0])
+        same_inputs[frame] = any(0 < c.call < phase.first_varied for c in frame_comps)
+    # A frame that recompiled on every new value from the second on (from the first, when
+    # nothing absorbed it) reaches the recompile limit and then runs eagerly.
+    last = len(phase.steps)
+    found = []
+    for comp in kept:
+        reason = _one_line(comp.reason)
+        trigger = phase.steps[comp.call][0] if comp.call < len(phase.steps) else "?"
+        frame = comp.frame
+        if phase.varies_value and comp.call >= phase.first_varied:
+            expected = absorbs[frame] and comp.call == first_call[frame]
+            persistent = not expected
+        else:
+            expected = trigger.endswith("()") and "training" in reason  # the train/eval toggle
+            persistent = False
+        needed = list(range(phase.first_varied + (1 if absorbs.get(frame) else 0), last))
+        every = persistent and len(needed) >= 2 and set(needed) <= set(varied_calls.get(frame, ()))
+        seen, specs = set(), []
+        for spec in specialising_lines(comps, comp):
+            if (spec.path, spec.line) not in seen:
+                seen.add((spec.path, spec.line))
+                specs.append(spec.to_json())
+        found.append({
+            "trigger": trigger, "reason": reason,
+            "path": comp.path or None, "line": comp.first_line or None, "function": comp.function or None,
+            "expected": bool(expected), "persistent": persistent, "phase": phase.name, "varied": phase.label,
+            "call": comp.call, "specialised_by": specs, "every_new_value": bool(every),
+            "on_same_inputs": bool(same_inputs.get(frame)),
+            **_guard_origin(comp.reason, comp.path, user_files),
+        })
+    return found
+
+
+def _recompiles(target, args, kwargs, job) -> tuple[list[dict], str | None, dict]:
+    """`explore` with the job's backend; if the example fails there (inductor's donated buffers
+    refuse a second backward through `autograd.grad(create_graph=True)`), again with the eager
+    backend: recompiles come from Dynamo's guards, which do not depend on the backend."""
+    found, error, notes = explore(target, args, kwargs, job, job["backend"])
+    if error is not None and job["backend"] != "eager":
+        retry, retry_error, retry_notes = explore(target, args, kwargs, job, "eager")
+        if retry_error is None:
+            return retry, None, retry_notes
+    return found, error, notes
+
+
+def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None, dict]:
+    """Run the phases (module docstring); return (recompiles, error of the example's own inputs
+    called twice or None, notes: what was varied, what could not be, whether time ran out)."""
+    import torch
+
+    from tcl import oracle
+
+    device = job["device"]
+    options = dict(job.get("compile_options") or {})
+    dynamic_off = options.get("dynamic") is False
+    user_files = list(job.get("user_files") or ())
+    started = job.get("example_started", time.monotonic())
+    deadline = started + EXPLORE_SHARE * float(job.get("timeout") or 300.0)
     if isinstance(target, torch.nn.Module):
         target = oracle._fresh_target(oracle._to_device(target, device), True)
     args, kwargs = oracle._fresh(oracle._to_device(tuple(args), device), oracle._to_device(kwargs, device))
     extra = {"mode": job["mode"]} if job["mode"] != "default" and backend == job["backend"] else {}
-    compiled = torch.compile(target, backend=backend, **extra)
 
-    # Identical inputs again: a recompile here comes from state the call itself changed (an int
+    def make_compiled():
+        return torch.compile(target, backend=backend, **extra, **options)
+
+    notes = {"varied": [], "not_varied": [], "stopped": None, "recompile_limit": recompile_limit(),
+             "dynamic": options.get("dynamic")}
+    found: list[dict] = []
+    # Identical inputs again: a recompile there comes from state the call itself changed (an int
     # counter on the module, a global), which no input change explains.
-    steps = [("first call", lambda: (args, kwargs)), ("same inputs again", lambda: (args, kwargs))]
-    batch = _batch_size(args, kwargs)
-    if batch:
-        steps.append((f"batch {batch}->{batch + 1}", lambda: _grow_batch(args, kwargs, batch, 1)))
-        steps.append((f"batch {batch + 1}->{batch + 2}", lambda: _grow_batch(args, kwargs, batch, 2)))
+    same = [("first call", lambda: (args, kwargs)), ("same inputs again", lambda: (args, kwargs))]
+    shape = _first_tensor_shape(args, kwargs)
+    phases: list[tuple[Phase, Phase | None]] = []
+    if shape:
+        for dim, size in enumerate(shape):
+            if size == 0:
+                continue
+            name, label, prefix = ("batch", "batch size", "batch") if dim == 0 else (
+                f"dim {dim}", f"size of dim {dim}", f"dim {dim}")
+            news = [size + k for k in GROWTH]
+            base = same if dim == 0 else ()
+            first = _size_phase(name, label, args, kwargs, dim, size, news, prefix, base)
+            fallback = _fallback_sizes(size)
+            second = _size_phase(name, label, args, kwargs, dim, size, fallback, prefix) if fallback else None
+            phases.append((first, second))
+    else:
+        phases.append((Phase("inputs", "inputs", same, 2, False), None))
     ints = _int_arguments(args, kwargs)
     if ints:
         names = ", ".join(ints)
-        steps.append((f"int {names} +1", lambda: _bump_ints(args, kwargs, 1)))
-        steps.append((f"int {names} +2", lambda: _bump_ints(args, kwargs, 2)))
+        steps = [("first call", lambda: (args, kwargs))]
+        steps += [(f"int {names} +{k}", lambda k=k: _bump_ints(args, kwargs, k)) for k in GROWTH]
+        phases.append((Phase(f"int {names}", f"value of {names}", steps, 1, True), None))
+    steps = [("first call", lambda: (args, kwargs))]
     lists = _list_arguments(args, kwargs)
     if lists:
         # Dynamo guards on a list's length: every new length is a new graph (TCL504).
@@ -170,42 +381,40 @@ def _probe_recompiles(target, args, kwargs, job, backend) -> tuple[list[dict], s
             return args, kwargs
 
         steps.append((f"{before}()->{after}()", toggled))
+    if len(steps) > 1:
+        phases.append((Phase("lists and train/eval", "list length or training mode", steps, 1, False), None))
 
-    found: list[dict] = []
-    for trigger, make_inputs in steps:
-        clear()
-        try:
-            a, k = make_inputs()
-            oracle._call(compiled, a, k)
-            if device == "cuda":
-                torch.cuda.synchronize()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 -- the example's own failure is data
-            return found, f"{trigger}: {_describe(exc)}"
-        for entry in get():
-            reason = getattr(entry, "recompile_reason", None)
-            if not reason:
-                continue
-            reason = _one_line(reason)
-            # By design, once: the first batch change makes Dynamo recompile every frame that saw
-            # the batch (tensor sizes, or ints taken from them and passed to resume functions)
-            # with a dynamic batch dimension; a train()/eval() toggle recompiles on `training`.
-            # A recompile on the second batch change, or on any other guard, is a real cost.
-            # The same holds for the first change of a Python int argument.
-            first_int = next((name for name, _ in steps if name.startswith("int ")), None)
-            first_batch = next((name for name, _ in steps if name.startswith("batch ")), None)
-            expected = trigger == first_batch or trigger == first_int or (
-                trigger.endswith("()") and "training" in reason)
-            found.append({
-                "trigger": trigger,
-                "reason": reason,
-                "path": os.path.abspath(entry.co_filename) if getattr(entry, "co_filename", None) else None,
-                "line": getattr(entry, "co_firstlineno", None),
-                "function": getattr(entry, "co_name", None),
-                "expected": bool(expected),
-            })
-    return found, None
+    for number, (phase, fallback) in enumerate(phases):
+        if time.monotonic() > deadline:
+            left = ", ".join(p.name for p, _ in phases[number:])
+            notes["stopped"] = (f"time limit: not varied {left} ({time.monotonic() - started:.0f}s of the "
+                                f"{float(job.get('timeout') or 300.0):g}s per-example timeout spent)")
+            break
+        comps, done, failure, stopped = _run_phase(phase, make_compiled, device, deadline)
+        if failure is not None and failure[0] < phase.first_varied:
+            # The example's own inputs failed: nothing to learn about recompiles from it.
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=failure[0])
+            return found, failure[1], notes
+        if failure is not None and fallback is not None:
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied)
+            first_error = failure[1]
+            phase = fallback
+            comps, done, failure, stopped = _run_phase(phase, make_compiled, device, deadline)
+            if failure is not None:
+                failure = (failure[0], f"{first_error}; and with sizes {', '.join(map(str, phase.sizes[1:]))}")
+        elif failure is not None:
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied)
+        if failure is not None:
+            notes["not_varied"].append({"what": phase.name, "why": failure[1]})
+            continue
+        found += _entries(phase, comps, dynamic_off, user_files)
+        notes["varied"].append({"what": phase.name, "values": phase.sizes or None, "calls": done})
+        if stopped:
+            notes["stopped"] = (f"time limit: stopped in {phase.name} ({time.monotonic() - started:.0f}s of "
+                                f"the {float(job.get('timeout') or 300.0):g}s per-example timeout spent)")
+            break
+    torch._dynamo.reset()
+    return found, None, notes
 
 
 def count_compiles(target, calls, **options) -> int:

@@ -1,6 +1,8 @@
 """Reporting `tcl verify`'s results: the per-file summary rows (examples, errors, time, finding
-statuses, missed breaks, recompiles), the text report (one line per finding, then missed breaks,
-recompiles, examples with problems and the summary table) and the JSON report."""
+statuses, missed breaks, recompiles, persistent recompiles), the text report (one line per
+finding, then missed breaks, a block per persistent recompile with its cause, the finding that
+predicted it or ``missed``, its remedy and the recompile limit, the other recompiles, what the
+exploration could not vary, examples with problems and the summary table) and the JSON report."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ def summary_rows(report: dict, runs: list[ExampleRun], sources: list[Source],
     def row(path: str) -> dict:
         return rows.setdefault(path, {"file": path, "examples": 0, "errors": 0, "seconds": 0.0, "startup": 0.0,
                                       **{s: 0 for s in STATUSES}, "missed": 0, "recompiles": 0,
-                                      "unexpected_recompiles": 0})
+                                      "unexpected_recompiles": 0, "persistent": 0})
 
     for source in sources:
         row(_display(source.path) if source.path else source.label)["startup"] += (startup or {}).get(source.label, 0.0)
@@ -41,6 +43,9 @@ def summary_rows(report: dict, runs: list[ExampleRun], sources: list[Source],
         if path in rows:
             rows[path]["recompiles"] += 1
             rows[path]["unexpected_recompiles"] += 0 if rec.get("expected") else 1
+    for group in report.get("persistent_recompiles") or []:
+        if group.get("path") in rows:
+            rows[group["path"]]["persistent"] += 1
     for r in rows.values():
         r["seconds"] = round(r["seconds"], 2)
         r["startup"] = round(r["startup"], 2)
@@ -76,14 +81,26 @@ def write_text(report: dict, rows: list[dict], out) -> None:
     outside = [b for b in report["runtime_breaks"] if not b["in_checked_file"]]
     for brk in outside:
         out.write(f"{brk['path']}:{brk['line']}: break outside the checked files [{brk['gb']}] {brk['reason']}\n")
+    write_persistent(report.get("persistent_recompiles") or [], out)
     unexpected = [r for r in report["recompiles"] if not r.get("expected")]
     expected = len(report["recompiles"]) - len(unexpected)
+    persistent = sum(1 for r in unexpected if r.get("persistent"))
     if report["recompiles"]:
-        out.write(f"\nrecompiles: {len(report['recompiles'])} ({expected} by design: first batch change, "
-                  "train/eval toggle)\n")
+        out.write(f"\nrecompiles: {len(report['recompiles'])} ({expected} by design: the first change of "
+                  f"each size or int, train/eval toggle; {persistent} persistent, above)\n")
         for r in unexpected:
+            if r.get("persistent"):
+                continue
             out.write(f"  {r.get('path')}:{r.get('line')} {r.get('function')}() on {r['trigger']} "
                       f"[{r['example']}]: {r['reason']}\n")
+    partial = [e for e in report["examples"] if e.get("not_varied") or e.get("exploration_stopped")]
+    if partial:
+        out.write("\nrecompile exploration:\n")
+        for e in partial:
+            for item in e.get("not_varied") or []:
+                out.write(f"  {e['name']}: could not vary {item['what']} ({item['why']})\n")
+            if e.get("exploration_stopped"):
+                out.write(f"  {e['name']}: {e['exploration_stopped']}\n")
     bad = [e for e in report["examples"] if e["status"] != "ok" or e.get("recompile_error") or e.get("warning")]
     if bad:
         out.write("\nexamples with problems:\n")
@@ -95,7 +112,7 @@ def write_text(report: dict, rows: list[dict], out) -> None:
                 out.write(f"  {e['name']}: warning: {e['warning']}\n")
             if e.get("recompile_error"):
                 out.write(f"  {e['name']}: recompile check failed: {e['recompile_error']}\n")
-    columns = ("examples", "errors", "seconds", "startup", *STATUSES, "missed", "recompiles")
+    columns = ("examples", "errors", "seconds", "startup", *STATUSES, "missed", "recompiles", "persistent")
     width = max([len(r["file"]) for r in rows] + [5])
 
     def line(name, values) -> str:
@@ -114,6 +131,33 @@ def write_text(report: dict, rows: list[dict], out) -> None:
     env = report["environment"]
     out.write(f"torch {env['torch']} on {env['device']}, backend {env['backend']}, mode {env['mode']}: "
               f"{env['examples']} examples in {env['wall_seconds']:.1f}s wall, jobs {env['jobs']}\n")
+
+
+def write_persistent(groups: list[dict], out) -> None:
+    """A block per persistent recompile: where, why, which rule saw it coming, how to fix it."""
+    for g in groups:
+        where = f"{g['path']}:{g['line']}" if g.get("path") else "?"
+        changes = ", ".join(t for t in g["triggers"][:4] if t) + (", ..." if len(g["triggers"]) > 4 else "")
+        out.write(f"{where}: recompile {g['guard']} in {g['frame_name']} on {changes} "
+                  f"[{', '.join(g['examples'][:2])}{', ...' if len(g['examples']) > 2 else ''}]\n")
+        out.write(f"    cause: {g['cause']['text']}\n")
+        if g["predicted_by"]:
+            out.write(f"    predicted by {', '.join(_prediction(p, g) for p in g['predicted_by'])}\n")
+        elif g.get("requested"):
+            out.write("    requested: dynamic=False compiles every new size (no rule flags it)\n")
+        else:
+            out.write("    missed: no rule flags this line\n")
+        out.write(f"    remedy: {g['remedy']}\n")
+        if g.get("limit_note"):
+            out.write(f"    {g['limit_note']}\n")
+
+
+def _prediction(p: dict, group: dict) -> str:
+    if p["how"] == "break":
+        return f"{p['code']} (the graph break on this line hands the value to the next frame)"
+    if p["how"] == "function":
+        return f"{p['code']} (line {p['line']}, same function)"
+    return p["code"] + (f" (line {p['line']})" if p["line"] != group["line"] else "")
 
 
 def write_json(report: dict, out) -> None:

@@ -1,0 +1,226 @@
+"""`tcl verify`'s recompile exploration: every dimension varied, persistent recompiles explained.
+
+One real `tcl verify` run (child process, CPU, eager backend) over a small module whose examples
+each show one case; about 10-15 s on 2 cores.  The rest are pure functions of tcl/verify/explain.py
+and tcl/verify/report.py, fed records shaped like the child's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tcl.verify import explain, report
+
+ROOT = Path(__file__).resolve().parent.parent
+torch = pytest.importorskip("torch")
+
+MODULE = textwrap.dedent('''
+    import torch
+
+    SIZES = [4, 5, 6, 7, 8, 9, 10]
+
+
+    @torch.compile
+    def lookup(x):
+        i = SIZES.index(x.shape[1])
+        return x * i
+
+
+    @torch.compile
+    def halves(x):
+        b, n = x.shape
+        return x.view(b, n // 2, 2).sum(-1)
+
+
+    @torch.compile(dynamic=False)
+    def scale(x):
+        b = x.size(0)
+        return x * 2 / b
+
+
+    @torch.compile
+    def branch(x):
+        if x.shape[1] == 8:
+            return x * 2
+        return x + 1
+
+
+    def tcl_examples():
+        return [
+            (lookup, (torch.ones(2, 4),), {}),
+            (halves, (torch.ones(2, 4),), {}),
+            (scale, (torch.ones(2, 3),), {}),
+            (branch, (torch.ones(2, 6),), {}),
+            (torch.nn.Linear(4, 3), (torch.ones(2, 4),), {}),
+        ]
+''')
+
+
+def line_of(text: str) -> int:
+    return next(n for n, line in enumerate(MODULE.splitlines(), 1) if text in line)
+
+
+# The lines each report names: the specialising line, the decorator (a dynamic=False frame starts
+# there), the branch on the size.
+LOOKUP_LINE, SCALE_LINE, BRANCH_LINE = line_of("SIZES.index"), line_of("dynamic=False"), line_of("== 8")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    where = tmp_path_factory.mktemp("recompiles")
+    (where / "shapes.py").write_text(MODULE)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcl", "verify", "shapes.py", "--device", "cpu", "--backend", "eager",
+         "--format", "json", "--no-config"],
+        cwd=where, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.stdout.strip(), proc.stderr
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def groups_in(report_, function):
+    return [g for g in report_["persistent_recompiles"] if g["function"] == function]
+
+
+def test_list_index_of_a_size_is_a_persistent_recompile_tcl505_predicted(run):
+    _, rep, _ = run
+    (group,) = groups_in(rep, "lookup")
+    assert (group["path"], group["line"]) == ("shapes.py", LOOKUP_LINE)
+    assert group["phase"] == "dim 1" and group["guard"] == "tensor 'x' size mismatch at index 1"
+    assert group["cause"]["kind"] == "specialised"
+    assert "SIZES.index(x.shape[1])" in group["cause"]["text"]
+    assert [(p["code"], p["line"]) for p in group["predicted_by"]] == [("TCL505", LOOKUP_LINE)]
+    assert not group["missed"]
+    assert "replace SIZES.index(size)" in group["remedy"] and "bucket sizes" in group["remedy"]
+    assert "mark_dynamic(x, 1)" in group["remedy"]
+    limit = torch._dynamo.config.recompile_limit
+    assert group["limit_note"] == (f"this frame recompiles on every new size of dim 1 and falls back to "
+                                   f"eager after {limit} (torch._dynamo.config.recompile_limit)")
+    (finding,) = [f for f in rep["findings"] if f["code"] == "TCL505"]
+    assert finding["line"] == LOOKUP_LINE and finding["status"] == "confirmed"
+    assert finding["recompile"]["trigger"].startswith("dim 1 ")
+
+
+def test_views_of_a_size_recompile_once_only(run):
+    _, rep, _ = run
+    assert groups_in(rep, "halves") == []
+    (example,) = [e for e in rep["examples"] if e["name"].endswith("halves")]
+    # n + 1 is odd and view(b, n // 2, 2) raises: dim 1 is varied with sizes that keep n even.
+    assert example["varied"] == ["batch", "dim 1"] and example["not_varied"] == []
+    halves = [r for r in rep["recompiles"] if r["function"] == "halves"]
+    assert [r["trigger"] for r in halves if r["phase"] == "dim 1"] == ["dim 1 4->8"]
+    assert all(r["expected"] and not r["persistent"] for r in halves)
+
+
+def test_dynamic_false_input_guard_names_mark_dynamic(run):
+    _, rep, _ = run
+    groups = {g["phase"]: g for g in groups_in(rep, "scale")}
+    assert set(groups) == {"batch", "dim 1"}
+    for phase, dim in (("batch", 0), ("dim 1", 1)):
+        group = groups[phase]
+        assert group["line"] == SCALE_LINE and group["cause"]["kind"] == "static"
+        assert f"torch._dynamo.mark_dynamic(x, {dim})" in group["remedy"]
+        assert "drop dynamic=False" in group["remedy"] and "dynamic=True" in group["remedy"]
+        assert [p["code"] for p in group["predicted_by"]] == ["TCL503"]
+        assert group["every_new_value"] and group["count"] == 3
+    (finding,) = [f for f in rep["findings"] if f["code"] == "TCL503"]
+    assert finding["status"] == "confirmed"
+
+
+def test_a_branch_on_an_exact_size_is_missed(run):
+    rc, rep, stderr = run
+    (group,) = groups_in(rep, "branch")
+    assert (group["line"], group["guard"], group["triggers"]) == (BRANCH_LINE, "x.size()[1] != 8", ["dim 1 7->8"])
+    assert group["missed"] and group["predicted_by"] == [] and group["in_checked_file"]
+    assert group["cause"]["source"] == "if x.shape[1] == 8:"
+    assert "torch.where" in group["remedy"]
+    assert not group["every_new_value"]  # 9 reuses the dynamic graph: one extra graph, not one per size
+    assert rc == 1, stderr  # a missed recompile in a checked file is a problem, like a missed break
+
+
+def test_a_dimension_that_cannot_vary_is_dropped_with_a_note(run):
+    _, rep, _ = run
+    (example,) = [e for e in rep["examples"] if e["name"].endswith("Linear")]
+    assert example["status"] == "ok" and example["varied"] == ["batch", "lists and train/eval"]
+    (note,) = example["not_varied"]
+    assert note["what"] == "dim 1" and "4->5" in note["why"] and "and with sizes 8, 12, 16" in note["why"]
+
+
+def test_text_blocks():
+    group = {
+        "path": "m.py", "line": 9, "guard": "tensor 'x' size mismatch at index 1", "frame_name": "f()",
+        "triggers": ["dim 1 5->6", "dim 1 6->7"], "examples": ["m.py[0] f"],
+        "cause": {"kind": "specialised", "text": "`i = SIZES.index(n)` needs the size", "source": None},
+        "predicted_by": [], "requested": False, "remedy": "replace SIZES.index(size) with tensor code",
+        "limit_note": "this frame recompiles on every new size of dim 1 and falls back to eager after 8 "
+                      "(torch._dynamo.config.recompile_limit)",
+    }
+    out = io.StringIO()
+    report.write_persistent([group, dict(group, predicted_by=[{"code": "TCL505", "line": 9, "how": "line"}],
+                                         limit_note=None)], out)
+    assert out.getvalue().splitlines() == [
+        "m.py:9: recompile tensor 'x' size mismatch at index 1 in f() on dim 1 5->6, dim 1 6->7 [m.py[0] f]",
+        "    cause: `i = SIZES.index(n)` needs the size",
+        "    missed: no rule flags this line",
+        "    remedy: replace SIZES.index(size) with tensor code",
+        "    this frame recompiles on every new size of dim 1 and falls back to eager after 8 "
+        "(torch._dynamo.config.recompile_limit)",
+        "m.py:9: recompile tensor 'x' size mismatch at index 1 in f() on dim 1 5->6, dim 1 6->7 [m.py[0] f]",
+        "    cause: `i = SIZES.index(n)` needs the size",
+        "    predicted by TCL505",
+        "    remedy: replace SIZES.index(size) with tensor code",
+    ]
+
+
+@pytest.mark.parametrize("reason, cause, wanted", [
+    # a size that is 0 or 1 in the compiled graph: mark_unbacked
+    ("3/1: tensor 'mask' size mismatch at index 0. expected 1, actual 2", {"kind": "frame"},
+     "torch._dynamo.mark_unbacked(mask, 0)"),
+    # no line seen to fix it: mark_dynamic / maybe_mark_dynamic, and the dynamic=True trade-off
+    ("0/2: tensor 'x' size mismatch at index 2. expected 5, actual 6", {"kind": "frame"},
+     "torch._dynamo.maybe_mark_dynamic(x, 2)"),
+    # range(size), str(size), a dict keyed by a size
+    ("0/2: tensor 'x' size mismatch at index 1. expected 5, actual 6",
+     {"kind": "specialised", "use": "range", "source": "for i in range(n):"}, "vectorise the loop"),
+    ("0/2: tensor 'x' size mismatch at index 1. expected 5, actual 6",
+     {"kind": "specialised", "use": "string", "source": "name = str(n)"}, "build the string outside"),
+    ("0/2: tensor 'x' size mismatch at index 1. expected 5, actual 6",
+     {"kind": "specialised", "use": "lookup", "source": "s = TABLE[n]"}, "index a tensor instead of the Python TABLE"),
+    # an int that crosses a graph break
+    ("5/1: n_accept == 2", {"kind": "guard", "use": "value", "source": "return t[:, : n_accept + 1]"},
+     "n_accept is a Python int baked into the graph"),
+])
+def test_remedies(reason, cause, wanted):
+    assert wanted in explain.remedy({"reason": reason}, cause)
+
+
+def test_use_of_a_specialising_line_and_guard_summary():
+    assert [explain._use_of(s) for s in ("i = SIZES.index(x.shape[1])", "for i in range(1, seq_len):",
+                                         "name = str(x.size(1))", "w = TABLE.get(x.shape[1], 1.0)",
+                                         "if x.shape[1] == 8:")] == ["index", "range", "string", "lookup", "compare"]
+    assert explain.guard_summary("0/1: tensor 'x' size mismatch at index 1. expected 5, actual 6") == \
+        "tensor 'x' size mismatch at index 1"
+    assert explain.guard_summary("2/1: ___stack0 == 'tensor([[ 1.5009, 0.7109, -0.0428' # s = str(h) # m.py:3") == \
+        "___stack0 == 'tensor([[ 1.5009, 0.7109...'"
+
+
+def test_exploration_stops_when_its_share_of_the_timeout_is_spent():
+    import time
+
+    from tcl.verify import recompiles
+
+    job = {"device": "cpu", "mode": "default", "backend": "eager", "timeout": 10.0,
+           "example_started": time.monotonic() - 7.0}  # 70% spent: past the 60% share
+    found, error, notes = recompiles.explore(lambda x: x * 2, (torch.ones(2, 3),), {}, job, "eager")
+    assert (found, error, notes["varied"]) == ([], None, [])
+    assert notes["stopped"].startswith("time limit: not varied batch, dim 1")
+    assert "of the 10s per-example timeout spent" in notes["stopped"]
