@@ -21,6 +21,7 @@ import libcst as cst
 
 from ..dataflow import Kind, is_tensor
 from ..names import dotted
+from ..fixes.diagonal import fix_fill_diagonal
 from .base import Example, Rule
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
@@ -289,6 +290,7 @@ class SizeSpecialisingCall(Rule):
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
     persistent = True
+    fixer = staticmethod(fix_fill_diagonal)
     rationale = (
         "Some torch calls need the exact size of their input in Python: Dynamo fixes the "
         "symbolic size to a constant while tracing them, and the next size fails the guard. "
