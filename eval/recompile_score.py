@@ -17,8 +17,10 @@ fixed a size while the frame's previous graphs were compiled (`specialisations`)
   shapes: true when it covers a site. Recompile rules without `persistent` (TCL501-504: int
   counters, int arguments, list lengths, dynamic=False) need variations three shapes do not
   make; their findings are listed apart, not scored. A finding in the function of a site it
-  does not cover is *masked*, not false: that frame recompiles on every call already, and the
-  runtime names only the first failing guard of a recompile (the break metric's "shadowed").
+  does not cover, or one executed only by models that kept recompiling anyway, is *masked*, not
+  false: that frame recompiles on every call already, and the runtime names only the first
+  failing guard of a recompile, so this line's own guard cannot show (the break metric's
+  "shadowed").
 """
 
 from __future__ import annotations
@@ -153,6 +155,14 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
         fn = shape(site["path"]).function_at(site["line"])
         return fn is not None and fn[0] <= f.line <= fn[1]
 
+    persistent_models = {m for site in sites.values() for m in site["models"]}
+    model_lines = {n: {p: set(v) for p, v in results[n].get("executed", {}).items()} for n in shaped}
+
+    def ran_by(path, f):
+        """The three-shape models that executed the finding's line."""
+        return {n for n, lines in model_lines.items()
+                if any(ln in lines.get(path, ()) for ln in range(f.line, f.end_line + 1))}
+
     def same_function(f, site):
         fn = shape(site["path"]).function_at(site["line"])
         return fn is not None and fn[0] <= f.line <= fn[1]
@@ -177,7 +187,8 @@ def score(results, names, findings, modes_of, executed_in, rules, shape, library
                 entry["bucket"] = "not-executed"
             elif any(covers(f, s) for s in sites.values() if s["path"] == path):
                 entry["bucket"] = "TP"
-            elif any(same_function(f, s) for s in sites.values() if s["path"] == path):
+            elif any(same_function(f, s) for s in sites.values() if s["path"] == path) or (
+                    ran_by(path, f) and ran_by(path, f) <= persistent_models):
                 # the frame recompiles on every call already, on a guard another line fixed: the
                 # runtime names one failing guard per recompile, so this line's cannot show
                 # until that one is gone (as a break's frame shadows later breaks)
