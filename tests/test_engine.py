@@ -621,7 +621,7 @@ def test_compiled_generator_is_reported_once_after_a_rewalk():
 
         @torch.compile
         def chunks(x):
-            for part in x.split(2):
+            for part in x.chunk(2):
                 yield scale(part)
             yield scale(x).sum()
     ''') == [("TCL417", 9)]

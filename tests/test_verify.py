@@ -90,8 +90,7 @@ def test_fixture_marks_are_confirmed_at_runtime(fixture_run, name):
 def test_fixture_run_report_shape(fixture_run):
     rc, report, stderr = fixture_run
     assert report is not None, stderr
-    # Exit 1 only for the findings the fixtures mark not-confirmed (misc_hazards.py:92, a TCL505
-    # that graph-breaks rather than recompiles on torch 2.13); nothing missed, every example ran.
+    # Exit 1 only for findings the fixtures mark not-confirmed (none today); nothing missed.
     marked = {(f"fixtures/{name}", line, code) for name in VERIFIED if (FIXTURES / name).is_file()
               for (line, code), want in marks(FIXTURES / name).items() if want == "not-confirmed"}
     unconfirmed = {(f["path"], f["line"], f["code"]) for f in report["findings"] if f["status"] == "not-confirmed"}

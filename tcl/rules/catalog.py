@@ -902,7 +902,7 @@ def fn(x):
 import torch
 
 def chunks(x):  # BREAK
-    for part in x.split(2):
+    for part in x.chunk(2):
         yield part.sum()
 
 compiled_chunks = torch.compile(chunks)

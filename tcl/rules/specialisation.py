@@ -215,12 +215,42 @@ def _is_tensor_receiver(func: cst.Attribute, ctx) -> bool:
             and name not in facts.python_attributes and ctx.qualname(func.value) in (None, dotted(func.value)))
 
 
+def _splits_by_int(call: cst.Call, ctx) -> bool:
+    """`t.split(2)` / `t.split(k, 0)`: pieces of an int size along dim 0 (the batch), whose number
+    follows the batch; a list of sizes (`t.split(sizes)`) gives a fixed number of pieces."""
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if first is None or not (isinstance(first, cst.Integer) or is_size(first, ctx)):
+        return False
+    return _splits_dim_zero(call)
+
+
 def _splits_dim_zero(call: cst.Call) -> bool:
     """`t.split(k)` / `t.split(k, 0)`: the number of pieces follows dim 0 (the batch)."""
     dims = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "dim"]
     positional = [a.value for a in call.args if a.keyword is None]
     dims += positional[1:2]
     return not dims or (isinstance(dims[0], cst.Integer) and dims[0].value == "0")
+
+
+def _batch_size(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """A size of dim 0 (`t.shape[0]`, `t.size(0)`, `len(t)`, a name bound to one, their
+    arithmetic): the batch, which changes between calls. A size of another dim is as often a
+    fixed one (classes, channels, features), so it is not taken as changing here."""
+    if depth > 4:
+        return False
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        return origin is not None and _batch_size(origin, ctx, depth + 1)
+    if isinstance(node, cst.Subscript):
+        index = node.slice[0].slice
+        return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+    if isinstance(node, cst.Call):
+        if ctx.qualname(node.func) == "builtins.len":
+            return True
+        return bool(node.args) and isinstance(node.args[0].value, cst.Integer) and node.args[0].value.value == "0"
+    if isinstance(node, cst.BinaryOperation):
+        return _batch_size(node.left, ctx, depth + 1) or _batch_size(node.right, ctx, depth + 1)
+    return False
 
 
 class _Updates(cst.CSTVisitor):
@@ -369,7 +399,7 @@ def fn(x):
             if carrier is not None and _is_tensor_receiver(func, ctx):
                 receiver = cst.Module([]).code_for_node(func.value)
                 if carrier == "receiver":
-                    if _held_by_module(func.value) or (method == "Tensor.split" and not _splits_dim_zero(node)):
+                    if _held_by_module(func.value) or (method == "Tensor.split" and not _splits_by_int(node, ctx)):
                         return
                     what = f"on {receiver}, whose sizes follow the inputs"
                     ctx.report(self, node, self.message.format(call=f".{func.attr.value}()", what=what))
@@ -383,7 +413,7 @@ def fn(x):
 
     def _report_sized(self, node: cst.Call, call: str, ctx) -> None:
         for arg in node.args:
-            if is_size(arg.value, ctx):
+            if is_size(arg.value, ctx) and _batch_size(arg.value, ctx):
                 what = f"takes the size {_text(arg.value)}"
             elif is_changing_int(arg.value, ctx):
                 what = f"takes {_text(arg.value)}, an int this function changes on every call"
