@@ -10,7 +10,12 @@ on tensor data. The body is better evidence, read here without running anything:
   generated from torch in tcl/torch_facts), or `p @ q`;
 * a Python number: `range(p)` (also `range(p + 1)`, `range(0, p, 2)`), `p.is_integer()`;
 * a Python string: `p == "..."`, `p in ("a", "b")`, string methods (`p.startswith(...)`);
-* a Python container or object: methods only list/dict/set/str have (`p.append`, `p.items()`).
+* a Python container or object: methods only list/dict/set/str have (`p.append`, `p.items()`);
+* not a tensor: the bare parameter as a truth value (`if p:`, `while p:`, `not p`, `p and q`,
+  `a if p else b`). Eager Python raises on the truth value of a tensor with more than one
+  element, so code that tests `p` alone holds a flag, a number, None or a container there
+  (a one-element tensor flag is the exception this gives up; any tensor use of `p` elsewhere
+  still wins).
 
 Tensor evidence wins over any other: a tensor parameter compared with a string somewhere is
 still a tensor. A parameter with no evidence either way keeps the kind the signature gave it.
@@ -70,6 +75,13 @@ def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, s
                     note(operand, NUMBER)
         elif isinstance(node, cst.Comparison):
             _compare_evidence(node, note)
+        elif isinstance(node, (cst.If, cst.While, cst.IfExp)):
+            note(node.test, OBJECT)
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            note(node.expression, OBJECT)
+        elif isinstance(node, cst.BooleanOperation):
+            note(node.left, OBJECT)
+            note(node.right, OBJECT)
         stack.extend(_children(node))
     evidence = {}
     for name, kinds in found.items():

@@ -80,7 +80,7 @@ def test_findings_name_the_value_judged_tensor_data_and_why():
             scale = x.sum()
             if scale > 0:
                 x = x * 2
-            if k:
+            if k > 0:
                 x = x + 1
             if torch.isfinite(torch.ones(1)).all():
                 x = x - 1
@@ -92,3 +92,24 @@ def test_findings_name_the_value_judged_tensor_data_and_why():
         (9, "k: parameter, assumed a tensor"),  # no evidence in the body: said so
         (11, "torch.isfinite() returns tensor data"),
     ]
+
+
+def test_a_parameter_tested_for_truth_alone_is_not_taken_for_a_tensor():
+    # Eager `if t:` raises for a tensor of more than one element: `flag` holds a Python value.
+    source = textwrap.dedent('''\
+        import torch
+
+
+        @torch.compile
+        def fn(x, flag=None, mask=None):
+            if flag:
+                x = x * 2
+            if not mask:
+                x = x + 1
+            if mask and mask.any():
+                x = x - 1
+            return x
+    ''')
+    report = Analyzer(Config()).check_source(source, "m.py")
+    # `mask.any()`: tensor evidence wins over the truth tests
+    assert [(f.line, f.code) for f in report.findings] == [(8, "TCL201"), (10, "TCL201")]
