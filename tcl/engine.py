@@ -625,6 +625,13 @@ class FileAnalysis:
             return found
         self.overrides[key] = []
         name, targets, seen = func.attr.value, [], set()
+        if self.method_of(owner, name) is None:
+            # `self.loss_method(...)` after `self.loss_method = self.mat_based_loss if mat else
+            # self.pair_based_loss` in __init__: a bound method kept in an attribute
+            for method_name in self._bound_method_names(owner, name):
+                method = self.method_of(owner, method_name)
+                if method is not None and method not in targets and not method.is_property:
+                    targets.append(method)
         queue = self._subclasses_of(owner)
         while queue and len(targets) < self.MAX_OVERRIDES:
             cls = queue.pop(0)
@@ -638,6 +645,23 @@ class FileAnalysis:
             queue.extend(self._subclasses_of(cls))
         self.overrides[key] = targets
         return targets
+
+    def _bound_method_names(self, owner, attr: str) -> list[str]:
+        """Method names `self.<attr>` is assigned from (`self.m`, `self.a if c else self.b`),
+        in the class or its bases."""
+        value, cls, seen = None, owner, set()
+        while cls is not None and id(cls) not in seen and value is None:
+            seen.add(id(cls))
+            value = cls.attributes.get(attr)
+            cls = next((self.class_named(b, cls.index) for b in cls.bases if self.class_named(b, cls.index)), None)
+        names, stack = [], [value] if value is not None else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.IfExp):
+                stack.extend([node.body, node.orelse])
+            elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                names.append(node.attr.value)
+        return names
 
     def _subclasses_of(self, cls) -> list:
         index = cls.index
