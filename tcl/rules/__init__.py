@@ -13,7 +13,7 @@ from .data_dependent import (
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .recompiles import (
-    DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
+    DynamicFalseShapeReads, GrowingContainer, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
 from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
 from .side_effects import (
@@ -38,7 +38,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         RngStateInCompiledRegion, HookRegisteredInCompiledRegion, SortByTensor,
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
-        SizeSpecialisedByPython, SizeSpecialisingCall,
+        SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer,
     ],
     key=lambda rule: rule.code,
 ))
