@@ -33,7 +33,8 @@ SPLITS = {
     "efficientnet": "dev",     # efficientnet-pytorch
     "torchtune": "dev",        # LLMs with KV cache
     "auraloss": "dev",         # audio losses
-    "ema_lion": "dev",         # lion-pytorch, ema-pytorch
+    "lion": "dev",             # lion-pytorch: the Lion optimizer's step
+    "ema": "dev",              # ema-pytorch: weight moving averages
     # heldout: measure only
     "piq": "heldout",          # image quality metrics and losses
     "peft": "heldout",         # adapters (LoRA, ...) over transformers models
