@@ -1,5 +1,5 @@
 """e3nn: E(3)-equivariant networks.  Tensor products, linear maps, spherical harmonics, gates
-and norms on irreps features (number of points / nodes 8 -> 12 -> 16), and the two point-cloud
+and norms on irreps features (number of points / nodes 8 -> 12 -> 16), and the point-cloud
 example network e3nn ships (`v2106.SimpleNetwork`, with e3nn's own pure-torch radius graph).
 Left out: `nn.S2Activation`, `nn.Dropout` and `gate_points_2101.Network`, whose compiled call fails in
 Dynamo's guard building (`len()` of an `o3.Irreps`, which raises NotImplementedError).
