@@ -102,7 +102,8 @@ def main(argv=None) -> int:
         fix = subprocess.run([sys.executable, "-m", "tcl", "fix", "--select", "TCL501,TCL505,TCL506,TCL507",
                               "--apply", os.path.join(fixed_root, args.library)],
                              capture_output=True, text=True, cwd=work)
-        print(fix.stdout.strip().splitlines()[-1] if fix.stdout.strip() else fix.stderr.strip())
+        summary = [line for line in (fix.stdout + fix.stderr).splitlines() if line.startswith("tcl fix:")]
+        print(summary[-1] if summary else (fix.stderr.strip() or "tcl fix printed nothing"))
         plain = dict(os.environ, HF_HUB_OFFLINE="1")
         patched = dict(plain, PYTHONPATH=os.pathsep.join([fixed_root, plain.get("PYTHONPATH", "")]).rstrip(os.pathsep))
 
