@@ -632,17 +632,27 @@ class FileAnalysis:
                 method = self.method_of(owner, method_name)
                 if method is not None and method not in targets and not method.is_property:
                     targets.append(method)
-        queue = self._subclasses_of(owner)
-        while queue and len(targets) < self.MAX_OVERRIDES:
-            cls = queue.pop(0)
-            if id(cls) in seen:
-                continue
-            seen.add(id(cls))
+        # Walk the subclass tree by name (the project scan), loading only the classes whose
+        # own body defines the method: parsing every subclass file would cost more than the rest.
+        queue = self._subclass_names(owner)
+        local = [c for c in owner.index.classes.values() if owner.name in c.bases and c is not owner]
+        for cls in local:
             method = cls.methods.get(name)
-            if method is not None and not method.is_property and not method.is_disabled and not method.is_compiled \
-                    and not (name == "forward" and cls.is_module):
+            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
                 targets.append(method)
-            queue.extend(self._subclasses_of(cls))
+        while queue and len(targets) < self.MAX_OVERRIDES:
+            qualname = queue.pop(0)
+            if qualname in seen:
+                continue
+            seen.add(qualname)
+            queue.extend(self.project.subclasses.get(qualname, ()))
+            if name not in self.project.class_methods.get(qualname, ()):
+                continue
+            module, _, class_name = qualname.rpartition(".")
+            cls = self._class_here(module, class_name) or self.project.find(qualname)
+            method = cls.methods.get(name) if cls is not None and hasattr(cls, "methods") else None
+            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
+                targets.append(method)
         self.overrides[key] = targets
         return targets
 
@@ -663,15 +673,26 @@ class FileAnalysis:
                 names.append(node.attr.value)
         return names
 
-    def _subclasses_of(self, cls) -> list:
+    def _class_here(self, module: str, name: str):
+        """A class of a file already indexed in this analysis (its own index, not a second copy)."""
+        for index in [self.index, *self.foreign_indexes()]:
+            if (index.name or (module_name_of(index.path) if index.path else "")) == module:
+                return index.classes.get(name)
+        return None
+
+    def _subclass_names(self, cls) -> list[str]:
         index = cls.index
-        found = [c for c in index.classes.values() if cls.name in c.bases and c is not cls]
         module = index.name or (module_name_of(index.path) if index.path else "")
-        for qualname in self.project.subclasses.get(f"{module}.{cls.name}", ()):
-            other = self.project.find(qualname)
-            if other is not None and hasattr(other, "methods") and other not in found and other is not cls:
-                found.append(other)
-        return found
+        names = list(self.project.subclasses.get(f"{module}.{cls.name}", ()))
+        for local in index.classes.values():  # local subclasses' own subclasses elsewhere
+            if cls.name in local.bases and local is not cls:
+                names.extend(self.project.subclasses.get(f"{module}.{local.name}", ()))
+        return names
+
+    @staticmethod
+    def _overrides_ok(method, cls, name: str) -> bool:
+        return (not method.is_property and not method.is_disabled and not method.is_compiled
+                and not (name == "forward" and cls.is_module))
 
     def _table_entries(self, table: cst.BaseExpression, index: ModuleIndex) -> list[FunctionInfo]:
         if not isinstance(table, cst.Name):

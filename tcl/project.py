@@ -34,6 +34,7 @@ class _ClassHeaders(ast.NodeVisitor):
         self.package = package
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, list[str]] = {}
+        self.methods: dict[str, list[str]] = {}
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -56,6 +57,8 @@ class _ClassHeaders(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         bases = [self._qualify(base) for base in node.bases]
         self.classes[f"{self.module}.{node.name}"] = [b for b in bases if b]
+        self.methods[f"{self.module}.{node.name}"] = [
+            n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         # nested classes are not module entry points; don't descend
 
     def visit_FunctionDef(self, node) -> None:
@@ -89,17 +92,26 @@ class ProjectScan:
     # (qualified class, its direct subclasses in the tree): `self.compute_loss()` in a base
     # class's forward runs the override of whichever subclass is compiled
     subclasses: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (qualified class, the methods its body defines): which subclasses to load for an override
+    class_methods: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def scan(paths: list[str]) -> ProjectScan:
     module_paths = tuple((module_name_of(p), p) for p in paths if p.endswith(".py"))
-    bases = class_bases(paths)
+    methods: dict[str, list[str]] = {}
+    bases = class_bases(paths, methods)
     children: dict[str, list[str]] = {}
     for name, parents in bases.items():
         for parent in parents:
             children.setdefault(parent, []).append(name)
     return ProjectScan(resolve_modules(bases), module_paths, resolve_optimizers(bases),
-                       tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())))
+                       tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())),
+                       tuple(sorted((k, tuple(v)) for k, v in methods.items() if k in _with_bases(children))))
+
+
+def _with_bases(children: dict[str, list[str]]) -> set[str]:
+    """Classes that are some tree class's subclass: the only ones an override can be in."""
+    return {c for kids in children.values() for c in kids}
 
 
 def module_classes(paths: list[str]) -> frozenset[str]:
@@ -107,8 +119,9 @@ def module_classes(paths: list[str]) -> frozenset[str]:
     return resolve_modules(class_bases(paths))
 
 
-def class_bases(paths: list[str]) -> dict[str, list[str]]:
-    """Qualified class name -> qualified names of its bases, for every class in `paths`."""
+def class_bases(paths: list[str], methods: dict | None = None) -> dict[str, list[str]]:
+    """Qualified class name -> qualified names of its bases, for every class in `paths`
+    (`methods`, when given, gets each class's own method names)."""
     bases: dict[str, list[str]] = {}
     for path in paths:
         try:
@@ -124,6 +137,8 @@ def class_bases(paths: list[str]) -> dict[str, list[str]]:
         headers = _ClassHeaders(module_name_of(path), package_of(path))
         headers.visit(tree)
         bases.update(headers.classes)
+        if methods is not None:
+            methods.update(headers.methods)
     return bases
 
 
@@ -162,6 +177,7 @@ class Project:
         self.scan = scan_result
         self.paths = dict(scan_result.module_paths)
         self.subclasses = {base: list(children) for base, children in scan_result.subclasses}
+        self.class_methods = {name: frozenset(names) for name, names in scan_result.class_methods}
         self._load = load  # (path, module name) -> ModuleIndex | None
         self._loaded: dict[str, object] = {}
 

@@ -71,18 +71,10 @@ def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
     return None
 
 
-def _same_target(a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
-    return a.deep_equals(b)
-
-
 def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if _same_target(current, target):
-            return True
-        stack.extend(c for c in current.children if isinstance(c, cst.BaseExpression))
-    return False
+    """Whether `node`'s source text uses `target` (`self.i` in `(self.i + n) % m`)."""
+    code = cst.Module([]).code_for_node
+    return code(target) in code(node)
 
 
 class ModuleIntCounter(Rule):
@@ -178,6 +170,8 @@ class Queue(nn.Module):
         if len(node.targets) != 1 or is_tensor(ctx.kind(node.value)):
             return
         target = node.targets[0].target
+        if not isinstance(target, (cst.Attribute, cst.Subscript)):
+            return
         if _reads(node.value, target):  # `self.i = (self.i + n) % size`: an update, not a reset
             name = _counter_name(target, ctx)
             if name is not None:

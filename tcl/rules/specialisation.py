@@ -253,24 +253,28 @@ def _batch_size(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     return False
 
 
-class _Updates(cst.CSTVisitor):
+def _updated_targets(body: cst.CSTNode) -> set[str]:
     """`state["step"] += 1`, `group["k"] = group["k"] + 1`, `self.i = (self.i + n) % m`: the
-    values a function changes on every call, as source text."""
+    values a function changes on every call, as source text (nested functions left out). A
+    read-only walk over the nodes' fields: libcst's visit() rebuilds every node it passes."""
+    from ..evidence import _children
 
-    def __init__(self) -> None:
-        self.targets: set[str] = set()
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.targets.add(_text(node.target))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            text = _text(target.target)
-            if isinstance(target.target, (cst.Subscript, cst.Attribute)) and text in _text(node.value):
-                self.targets.add(text)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False  # a nested function's updates are its own
+    found: set[str] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.AugAssign):
+            found.add(_text(node.target))
+        elif isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, (cst.Subscript, cst.Attribute)):
+                    text = _text(target.target)
+                    if text in _text(node.value):
+                        found.add(text)
+        elif isinstance(node, (cst.BaseExpression, cst.Decorator)):
+            continue  # updates are statements: no need to descend into expressions
+        stack.extend(_children(node))
+    return {t for t in found if "[" in t or "." in t}
 
 
 def _text(node: cst.CSTNode) -> str:
@@ -281,9 +285,7 @@ def _changing(ctx) -> tuple[set[str], set[str]]:
     """(updated targets, local names bound from them) of the function being walked."""
     memo = ctx.memo.get("specialisation.changing")
     if memo is None:
-        updates = _Updates()
-        ctx.function.node.body.visit(updates)
-        memo = ctx.memo["specialisation.changing"] = ({t for t in updates.targets if "[" in t or "." in t}, set())
+        memo = ctx.memo["specialisation.changing"] = (_updated_targets(ctx.function.node.body), set())
     return memo
 
 
@@ -384,6 +386,8 @@ def fn(x):
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         targets, names = _changing(ctx)
+        if not targets and not names:
+            return
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 (names.add if is_changing_int(node.value, ctx) else names.discard)(target.target.value)
