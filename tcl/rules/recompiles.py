@@ -72,9 +72,20 @@ def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
 
 
 def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
-    """Whether `node`'s source text uses `target` (`self.i` in `(self.i + n) % m`)."""
+    """Whether `node` is integer arithmetic on `target` (`(self.i + n) % m`): an update that
+    changes the value every call; a call around it (`max(self.w, n)`) may settle, so no."""
     code = cst.Module([]).code_for_node
-    return code(target) in code(node)
+    wanted = code(target)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Attribute, cst.Subscript)) and code(current) == wanted:
+            return True
+        if isinstance(current, cst.BinaryOperation):
+            stack.extend([current.left, current.right])
+        elif isinstance(current, cst.UnaryOperation):
+            stack.append(current.expression)
+    return False
 
 
 class ModuleIntCounter(Rule):
