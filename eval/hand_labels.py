@@ -1,0 +1,137 @@
+"""Precision of tcl on hand-labelled findings from whole installed packages.
+
+Reruns ``tcl check --format json`` on each labelled package (piq, e3nn, julius, lightly, gpytorch,
+zuko, peft) in site-packages, matches the current findings to the labels in
+``eval/labels/heldout_findings.json`` by (path, code, stripped source line) -- so a finding that only
+moved to another line still matches; several findings with the same key are paired in column
+order -- and prints, per library and overall: labelled TP / FP / unclear, precision = TP/(TP+FP),
+current findings without a label, and labels whose finding disappeared.
+
+Run from the checkout root with the interpreter whose site-packages holds the packages:
+
+    PYTHONPATH=. /work/venvs/eval/bin/python eval/hand_labels.py [--site-packages DIR] [-j N]
+
+peft was labelled on a sample (every 3rd finding in sorted (path, line, code) order), so its
+unlabelled findings are reported as "not sampled" rather than new.  A package that is not installed
+is skipped.  Always exits 0.  Stdlib + tcl only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LABELS = os.path.join(HERE, "labels", "heldout_findings.json")
+LIBRARIES = ["piq", "e3nn", "julius", "lightly", "gpytorch", "zuko", "peft"]
+SAMPLED = {"peft": 3}  # library -> k: every k-th finding was labelled
+FIELDS = ("library", "path", "line", "code", "source", "message", "label", "reason", "reproduced", "repro")
+LABEL_VALUES = ("TP", "FP", "unclear")
+
+
+def load_labels(path: str = LABELS) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def key(item: dict) -> tuple[str, str, str]:
+    return (item["path"], item["code"], item["source"].strip())
+
+
+def run_tcl(site: str, lib: str, jobs: int) -> list[dict]:
+    """Current findings of tcl on site/lib, each with its stripped source line."""
+    env = dict(os.environ)
+    root = os.path.dirname(HERE)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcl", "check", "--format", "json", "--no-cache", "--no-config",
+         "-j", str(jobs), lib],
+        cwd=site, env=env, capture_output=True, text=True)
+    data = json.loads(proc.stdout)
+    findings = data["findings"]
+    cache: dict[str, list[str]] = {}
+    for x in findings:
+        if x["path"] not in cache:
+            with open(os.path.join(site, x["path"]), encoding="utf-8", errors="replace") as f:
+                cache[x["path"]] = f.read().splitlines()
+        lines = cache[x["path"]]
+        x["source"] = lines[x["line"] - 1].strip() if 0 < x["line"] <= len(lines) else ""
+    return findings
+
+
+def match(labels: list[dict], findings: list[dict]) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
+    """Pair labels with findings by key; within one key, pair in (line, col) order.
+
+    Returns (pairs, unlabelled findings, labels whose finding disappeared).
+    """
+    by_key_l: dict[tuple, list[dict]] = defaultdict(list)
+    by_key_f: dict[tuple, list[dict]] = defaultdict(list)
+    for lab in labels:
+        by_key_l[key(lab)].append(lab)
+    for x in findings:
+        by_key_f[key(x)].append(x)
+    pairs, unlabelled, gone = [], [], []
+    for k in set(by_key_l) | set(by_key_f):
+        ls = sorted(by_key_l.get(k, []), key=lambda d: (d["line"], d.get("col", 0)))
+        fs = sorted(by_key_f.get(k, []), key=lambda d: (d["line"], d.get("col", 0)))
+        n = min(len(ls), len(fs))
+        pairs.extend(zip(ls[:n], fs[:n]))
+        gone.extend(ls[n:])
+        unlabelled.extend(fs[n:])
+    return pairs, unlabelled, gone
+
+
+def precision(tp: int, fp: int) -> str:
+    return f"{tp / (tp + fp):.3f}" if tp + fp else "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--site-packages", default=sysconfig.get_paths()["purelib"])
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    labels = load_labels()
+    per_lib: dict[str, list[dict]] = defaultdict(list)
+    for lab in labels:
+        per_lib[lab["library"]].append(lab)
+    tot = defaultdict(int)
+    print(f"{'library':10} {'TP':>4} {'FP':>4} {'uncl':>4} {'prec':>6} {'new':>4} {'unsmp':>5} {'gone':>4}")
+    details = []
+    for lib in LIBRARIES:
+        if not os.path.isdir(os.path.join(args.site_packages, lib)):
+            print(f"{lib:10} not installed, skipped")
+            continue
+        try:
+            findings = run_tcl(args.site_packages, lib, args.jobs)
+        except Exception as ex:  # report and go on: the script always exits 0
+            print(f"{lib:10} tcl failed: {ex}")
+            continue
+        pairs, unlabelled, gone = match(per_lib.get(lib, []), findings)
+        c = defaultdict(int)
+        for lab, _ in pairs:
+            c[lab["label"]] += 1
+        new = [] if lib in SAMPLED else unlabelled
+        unsampled = len(unlabelled) if lib in SAMPLED else 0
+        for name, v in (("TP", c["TP"]), ("FP", c["FP"]), ("unclear", c["unclear"]),
+                        ("new", len(new)), ("unsampled", unsampled), ("gone", len(gone))):
+            tot[name] += v
+        print(f"{lib:10} {c['TP']:4} {c['FP']:4} {c['unclear']:4} {precision(c['TP'], c['FP']):>6} "
+              f"{len(new):4} {unsampled:5} {len(gone):4}")
+        details += [f"  new      {lib}: {x['path']}:{x['line']} {x['code']} {x['source'][:80]}" for x in new]
+        details += [f"  gone     {lib}: {g['path']}:{g['line']} {g['code']} ({g['label']}) {g['source'][:80]}"
+                    for g in gone]
+    print(f"{'overall':10} {tot['TP']:4} {tot['FP']:4} {tot['unclear']:4} {precision(tot['TP'], tot['FP']):>6} "
+          f"{tot['new']:4} {tot['unsampled']:5} {tot['gone']:4}")
+    if details:
+        print("\n".join(details))
+    return 0
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
