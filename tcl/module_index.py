@@ -307,24 +307,26 @@ def is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
 
 
-def _mark_module_classes(index: ModuleIndex) -> None:
-    """A class is an nn.Module if a base is torch.nn.<Something> or a module class of this file."""
+def _mark_classes(index: ModuleIndex, flag: str, is_root) -> None:
+    """Set `flag` on every class a base of which is a root (`is_root(base)`) or a flagged class
+    of this file, until nothing changes (bases may come after their subclasses)."""
     changed = True
     while changed:
         changed = False
         for info in index.classes.values():
-            if info.is_module:
+            if getattr(info, flag):
                 continue
             for base in info.bases:
                 parent = index.classes.get(base)
-                if (
-                    is_torch_module_base(base)
-                    or base in index.known_modules
-                    or (parent is not None and parent.is_module)
-                ):
-                    info.is_module = True
+                if is_root(base) or (parent is not None and getattr(parent, flag)):
+                    setattr(info, flag, True)
                     changed = True
                     break
+
+
+def _mark_module_classes(index: ModuleIndex) -> None:
+    """A class is an nn.Module if a base is torch.nn.<Something> or a module class of this file."""
+    _mark_classes(index, "is_module", lambda base: is_torch_module_base(base) or base in index.known_modules)
 
 
 OPTIMIZER_ROOTS = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
@@ -332,19 +334,7 @@ OPTIMIZER_ROOTS = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Opt
 
 def _mark_optimizer_classes(index: ModuleIndex) -> None:
     """A class is a torch.optim.Optimizer if a base is, here or in another checked file."""
-    changed = True
-    while changed:
-        changed = False
-        for info in index.classes.values():
-            if info.is_optimizer:
-                continue
-            for base in info.bases:
-                parent = index.classes.get(base)
-                if base in OPTIMIZER_ROOTS or base in index.known_optimizers or (
-                        parent is not None and parent.is_optimizer):
-                    info.is_optimizer = True
-                    changed = True
-                    break
+    _mark_classes(index, "is_optimizer", lambda base: base in OPTIMIZER_ROOTS or base in index.known_optimizers)
 
 
 def is_torch_module_base(qualname: str) -> bool:

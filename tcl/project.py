@@ -142,30 +142,25 @@ def class_bases(paths: list[str], methods: dict | None = None) -> dict[str, list
     return bases
 
 
-def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
-    modules: set[str] = set()
+def _descendants(bases: dict[str, list[str]], is_root) -> frozenset[str]:
+    """Every class deriving, transitively, from a base for which `is_root` holds."""
+    found: set[str] = set()
     changed = True
     while changed:
         changed = False
         for name, parents in bases.items():
-            if name in modules:
-                continue
-            if any(p in MODULE_ROOTS or p in modules or is_torch_module_base(p) for p in parents):
-                modules.add(name)
+            if name not in found and any(is_root(p) or p in found for p in parents):
+                found.add(name)
                 changed = True
-    return frozenset(modules)
+    return frozenset(found)
+
+
+def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
+    return _descendants(bases, lambda p: p in MODULE_ROOTS or is_torch_module_base(p))
 
 
 def resolve_optimizers(bases: dict[str, list[str]]) -> frozenset[str]:
-    optimizers: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, parents in bases.items():
-            if name not in optimizers and any(p in OPTIMIZER_ROOTS or p in optimizers for p in parents):
-                optimizers.add(name)
-                changed = True
-    return frozenset(optimizers)
+    return _descendants(bases, lambda p: p in OPTIMIZER_ROOTS)
 
 
 class Project:
