@@ -12,8 +12,9 @@ from .data_dependent import (
     TensorAssertWithMessage, TolistCall,
 )
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
+from .containers import GrowingContainer
 from .recompiles import (
-    DynamicFalseShapeReads, GrowingContainer, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
+    DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
 from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
 from .side_effects import (

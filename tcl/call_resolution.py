@@ -1,0 +1,284 @@
+"""Which functions a call in traced code runs: the call-resolution half of FileAnalysis.
+
+`resolve_call` answers for a direct call: a module-level helper, `self.method()` through base
+classes, `super().m()`, `Class.m()`, a submodule's forward (`self.block(x)` with `self.block =
+Block(...)`), a module built in traced code (its `__init__`), a helper of another checked file.
+Two more questions cover indirect calls: `dispatch_targets` (a call through a module-level
+dict of functions, or a property returning `TABLE[key]`: every entry may run) and
+`override_targets` (`self.m()` in a base class runs the overrides of its subclasses across the
+tree, found by name in the project scan and loaded only where a subclass defines `m`; and
+`self.attr(...)` where `__init__` bound the attribute to `self.method`). FileAnalysis inherits
+this class; it provides `index`, `project`, `resolved`, `tables`, `overrides` and
+`foreign_indexes()`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .module_index import ClassInfo, FunctionInfo, ModuleIndex
+from .project import module_name_of
+
+
+class CallResolver:
+    def _lookup(self, dotted_name: str) -> FunctionInfo | None:
+        head, _, rest = dotted_name.partition(".")
+        if not rest:
+            return self.index.functions.get(head)
+        cls = self.index.classes.get(head)
+        if cls is not None:
+            return self.method_of(cls, rest)
+        return None
+
+    def class_named(self, name: str, index: ModuleIndex) -> ClassInfo | None:
+        """A class by the name `index` knows it under: local, or imported from the tree."""
+        local = index.classes.get(name)
+        if local is not None:
+            return local
+        found = self.project.find(name)
+        return found if isinstance(found, ClassInfo) else None
+
+    def method_of(self, cls: ClassInfo | None, name: str) -> FunctionInfo | None:
+        """Method lookup through base classes, in this file and in other checked files."""
+        seen = set()
+        queue = [cls]
+        while queue:
+            cls = queue.pop(0)
+            if cls is None or id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            if name in cls.methods:
+                return cls.methods[name]
+            queue.extend(self.class_named(base, cls.index) for base in cls.bases)
+        return None
+
+    def resolve_call(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        key = (id(call), id(caller))
+        if key not in self.resolved:  # rules and the walker ask about the same call
+            self.resolved[key] = self._resolve_uncached(call, caller)
+        return self.resolved[key]
+
+    def resolve_property(self, node: cst.Attribute, caller: FunctionInfo) -> FunctionInfo | None:
+        if caller.owner is None:
+            return None
+        getter = self.method_of(caller.owner, node.attr.value)
+        return getter if getter is not None and getter.is_property else None
+
+    def dispatch_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
+        """The functions a call through a dispatch table may run: `TABLE[key](...)`, or
+        `self.prop(...)` where the property getter returns `TABLE[key]` / `TABLE.get(key)`.
+        Every entry counts (the key is rarely static): transformers' `self.loss_function`."""
+        func = call.func
+        tables: list[tuple[cst.BaseExpression, ModuleIndex]] = []
+        if isinstance(func, cst.Subscript):
+            tables.append((func.value, caller.index))
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            getter = self.resolve_property(func, caller)
+            if getter is not None:
+                tables.extend((table, getter.index) for table in _returned_tables(getter))
+        targets: list[FunctionInfo] = []
+        for table, index in tables:
+            for function in self._table_entries(table, index):
+                if function not in targets and not function.is_disabled:
+                    targets.append(function)
+        return targets
+
+    MAX_OVERRIDES = 64
+
+    def override_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
+        """`self.compute_loss(...)` in a method of class B: the overrides of `compute_loss` in B's
+        subclasses across the checked tree. A base class's forward is compiled for each
+        subclass, so the call runs whichever override that subclass has (pytorch-metric-
+        learning's losses: one forward in the base, the loss in each subclass)."""
+        func = call.func
+        owner = caller.owner
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.value.value == "self" and owner is not None and owner.index is not None):
+            return []
+        key = (id(owner), func.attr.value)
+        found = self.overrides.get(key)
+        if found is not None:
+            return found
+        self.overrides[key] = []
+        name, targets, seen = func.attr.value, [], set()
+        if self.method_of(owner, name) is None:
+            # `self.loss_method(...)` after `self.loss_method = self.mat_based_loss if mat else
+            # self.pair_based_loss` in __init__: a bound method kept in an attribute
+            for method_name in self._bound_method_names(owner, name):
+                method = self.method_of(owner, method_name)
+                if method is not None and method not in targets and not method.is_property:
+                    targets.append(method)
+        # Walk the subclass tree by name (the project scan), loading only the classes whose
+        # own body defines the method: parsing every subclass file would cost more than the rest.
+        queue = self._subclass_names(owner)
+        local = [c for c in owner.index.classes.values() if owner.name in c.bases and c is not owner]
+        for cls in local:
+            method = cls.methods.get(name)
+            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
+                targets.append(method)
+        while queue and len(targets) < self.MAX_OVERRIDES:
+            qualname = queue.pop(0)
+            if qualname in seen:
+                continue
+            seen.add(qualname)
+            queue.extend(self.project.subclasses.get(qualname, ()))
+            if name not in self.project.class_methods.get(qualname, ()):
+                continue
+            module, _, class_name = qualname.rpartition(".")
+            cls = self._class_here(module, class_name) or self.project.find(qualname)
+            method = cls.methods.get(name) if cls is not None and hasattr(cls, "methods") else None
+            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
+                targets.append(method)
+        self.overrides[key] = targets
+        return targets
+
+    def _bound_method_names(self, owner, attr: str) -> list[str]:
+        """Method names `self.<attr>` is assigned from (`self.m`, `self.a if c else self.b`),
+        in the class or its bases."""
+        value, cls, seen = None, owner, set()
+        while cls is not None and id(cls) not in seen and value is None:
+            seen.add(id(cls))
+            value = cls.attributes.get(attr)
+            cls = next((self.class_named(b, cls.index) for b in cls.bases if self.class_named(b, cls.index)), None)
+        names, stack = [], [value] if value is not None else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.IfExp):
+                stack.extend([node.body, node.orelse])
+            elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                names.append(node.attr.value)
+        return names
+
+    def _class_here(self, module: str, name: str):
+        """A class of a file already indexed in this analysis (its own index, not a second copy)."""
+        for index in [self.index, *self.foreign_indexes()]:
+            if (index.name or (module_name_of(index.path) if index.path else "")) == module:
+                return index.classes.get(name)
+        return None
+
+    def _subclass_names(self, cls) -> list[str]:
+        index = cls.index
+        module = index.name or (module_name_of(index.path) if index.path else "")
+        names = list(self.project.subclasses.get(f"{module}.{cls.name}", ()))
+        for local in index.classes.values():  # local subclasses' own subclasses elsewhere
+            if cls.name in local.bases and local is not cls:
+                names.extend(self.project.subclasses.get(f"{module}.{local.name}", ()))
+        return names
+
+    @staticmethod
+    def _overrides_ok(method, cls, name: str) -> bool:
+        return (not method.is_property and not method.is_disabled and not method.is_compiled
+                and not (name == "forward" and cls.is_module))
+
+    def _table_entries(self, table: cst.BaseExpression, index: ModuleIndex) -> list[FunctionInfo]:
+        if not isinstance(table, cst.Name):
+            return []
+        key = (id(index), table.value)
+        if key in self.tables:
+            return self.tables[key]
+        self.tables[key] = []  # a table naming itself cannot loop
+        owner, values = index, index.dispatch_tables.get(table.value)
+        if values is None:
+            qualname = index.qualify(table) or ""
+            module, _, name = qualname.rpartition(".")
+            owner = self.project.index_of(module) if module else None
+            values = owner.dispatch_tables.get(name) if owner is not None else None
+        entries = []
+        for value in values or ():
+            function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None
+            function = function or self._function(owner.qualify(value))
+            if function is not None and function not in entries:
+                entries.append(function)
+        self.tables[key] = entries
+        return entries
+
+    def _resolve_uncached(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        callee = self._resolve(call, caller)
+        if callee is None or callee.index is caller.index or callee.index is self.index:
+            return callee
+        # Another file's entry point (a submodule's forward, a compiled function) is analysed
+        # when that file is checked; only its plain helpers are followed from here.
+        if callee.is_disabled:
+            return callee
+        if callee.is_compiled or (callee.name == "forward" and callee.owner is not None and callee.owner.is_module):
+            return None
+        return callee
+
+    def _resolve(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
+        index = caller.index
+        func = call.func
+        if isinstance(func, cst.Name):
+            local = index.functions.get(func.value)
+            if local is not None:
+                return local
+            return self._function(index.qualify(func)) or self._module_init(func, index)
+        if not isinstance(func, cst.Attribute):
+            return None
+        attr = func.attr.value
+        receiver = func.value
+        owner = caller.owner
+        if isinstance(receiver, cst.Name):
+            if receiver.value == "self" and owner is not None:
+                method = self.method_of(owner, attr)
+                if method is not None:
+                    # `self.prop(...)` calls what the getter returns, not the getter.
+                    return None if method.is_property else method
+                return self._submodule_forward(owner, attr)
+            cls = index.classes.get(receiver.value)
+            if cls is not None:
+                return self.method_of(cls, attr)
+        if (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Name)
+            and receiver.func.value == "super"
+            and owner is not None
+        ):
+            for base in owner.bases:
+                method = self.method_of(self.class_named(base, owner.index), attr)
+                if method is not None:
+                    return method
+            return None
+        return self._function(index.qualify(func))
+
+    def _module_init(self, func: cst.Name, index: ModuleIndex) -> FunctionInfo | None:
+        """`criterion = ImageLoss(...)` in traced code: Dynamo traces the module's __init__."""
+        cls = index.classes.get(func.value) or self.class_named(index.qualify(func) or "", index)
+        if cls is None or not cls.is_module:
+            return None
+        return self.method_of(cls, "__init__")
+
+    def _function(self, qualname: str | None) -> FunctionInfo | None:
+        if not qualname or qualname.startswith(("torch.", "builtins.")):
+            return None
+        found = self.project.find(qualname)
+        if isinstance(found, FunctionInfo):
+            return found
+        return None
+
+    def _submodule_forward(self, owner: ClassInfo, attr: str) -> FunctionInfo | None:
+        value = owner.attributes.get(attr)
+        if isinstance(value, cst.Call):
+            cls = self.class_named(owner.index.qualify(value.func) or "", owner.index)
+            if cls is not None and cls.is_module:
+                return self.method_of(cls, "forward")
+        return None
+
+
+def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
+    """`return TABLE[key]` / `return TABLE.get(key)` in a property getter: the TABLE names."""
+    tables = []
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is getter.node  # not into nested functions
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            if isinstance(value, cst.Subscript):
+                tables.append(value.value)
+            elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                  and value.func.attr.value == "get"):
+                tables.append(value.func.value)
+
+    getter.node.visit(Returns())
+    return tables

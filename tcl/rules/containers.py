@@ -1,0 +1,153 @@
+"""Python containers that compiled code grows: a recompile on every call (TCL507).
+
+Dynamo guards on the length of a list or dict it reads from a module attribute or a module
+global. Code that appends to one inside the compiled region (`self.captured.append(out)` in a
+hook, `CACHE.append(x)`) changes that length on every call, so the next call fails the guard.
+Only containers the file creates empty (`self.captured = []`, `SEEN = {}`) are reported, and not
+when the function rebuilds the container before growing it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from .base import Example, Rule
+
+
+GROWING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
+
+
+def _containers_initialised(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(self attributes, module-level names) this file sets to an empty list/dict/deque."""
+    return _containers_cached(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _containers_cached(source: str) -> tuple[frozenset[str], frozenset[str]]:
+    import ast
+
+    def empty(node) -> bool:
+        if isinstance(node, (ast.List, ast.Dict)) and not getattr(node, "elts", getattr(node, "keys", None)):
+            return True
+        return (isinstance(node, ast.Call) and not node.args and not node.keywords
+                and isinstance(node.func, (ast.Name, ast.Attribute))
+                and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("list", "dict", "deque"))
+
+    attrs, names = set(), set()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset(), frozenset()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and empty(node.value):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and empty(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    attrs.add(target.attr)
+    return frozenset(attrs), frozenset(names)
+
+
+class GrowingContainer(Rule):
+    code = "TCL507"
+    consequence_after = ": every call"
+    name = "container-grows-in-compiled-code"
+    message = (
+        "{target} grows inside compiled code: Dynamo guards on its length, so every call "
+        "recompiles (guard len({target}) == N) until the recompile limit, then the frame runs eagerly"
+    )
+    fix = (
+        "keep what you collect outside the compiled region (return it, or collect in a "
+        "torch.compiler.disable'd helper), or store it in a preallocated tensor buffer indexed "
+        "by a tensor counter; clear the list at the start of each call if only this call's items "
+        "are needed"
+    )
+    gb = (((2, 0), "GB0039"),)
+    category = "recompile"
+    persistent = True
+    rationale = (
+        "Dynamo guards on the length of a list or dict it reads from a module or a global. "
+        "Appending to `self.cache` (or a module-level list) inside compiled code changes that "
+        "length on every call, so the next call fails the guard and compiles again. Measured "
+        "on torch 2.13, six calls: 6 compilations (one per call) for `self.cache.append(...)`, "
+        "a module-level `G.append(...)` and `self.seen[len(self.seen)] = ...`; 1 when the list "
+        "is rebuilt at the start of each call."
+    )
+    VALID = [Example('''
+import torch
+from torch import nn
+
+class Capture(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.captured = []
+
+    def forward(self, x):
+        self.captured = []
+        self.captured.append(x.sum())
+        return x * 2
+''', entry="Capture")]
+    INVALID = [Example('''
+import torch
+from torch import nn
+
+class Capture(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.captured = []
+
+    def forward(self, x):
+        self.captured.append(x.sum())  # BREAK
+        return x * 2
+''', entry="Capture"), Example('''
+import torch
+
+SEEN = []
+
+@torch.compile
+def fn(x):
+    SEEN.append(x.shape)  # BREAK
+    return x * 2
+''')]
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        _note_rebinding(node, ctx)
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in GROWING_METHODS):
+            return
+        receiver = func.value
+        attrs, names = _containers_initialised(ctx.function.index.source if ctx.function.index else "")
+        if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
+                and receiver.value.value == "self":
+            owner = ctx.function.owner
+            if owner is None or not owner.is_module or receiver.attr.value not in attrs:
+                return
+            if _rebound_before(ctx, receiver):
+                return
+            target = f"self.{receiver.attr.value}"
+        elif isinstance(receiver, cst.Name) and receiver.value in names:
+            if receiver.value in ctx.assigned or receiver.value in ctx.parameters:
+                return
+            target = receiver.value
+        else:
+            return
+        ctx.report(self, node, self.message.format(target=target))
+
+
+def _rebound_before(ctx, receiver: cst.Attribute) -> bool:
+    """`self.captured = []` earlier in the same function: the list starts empty every call."""
+    memo = ctx.memo.setdefault("growing.rebound", set())
+    return receiver.attr.value in memo
+
+
+def _note_rebinding(node: cst.Assign, ctx) -> None:
+    for target in node.targets:
+        t = target.target
+        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+            ctx.memo.setdefault("growing.rebound", set()).add(t.attr.value)
+
