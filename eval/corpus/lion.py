@@ -13,45 +13,12 @@ from __future__ import annotations
 
 import torch
 
+from ._steps import _opt
+
 LIBRARY = "lion_pytorch"
 DIST = "lion-pytorch==0.2.5"
 
 LRS = (1e-3, 9e-4, 8.1e-4)
-
-
-def _params():
-    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-    return list(net.parameters())
-
-
-def _grads(params, shape):
-    gen = torch.Generator().manual_seed(100 + shape)
-    return [torch.randn(p.shape, generator=gen) * 0.1 for p in params]
-
-
-def _opt(make, lr_schedule=False):
-    def builder(shape=0):
-        params = _params()
-        opt = make(params)
-
-        if lr_schedule:
-            def train_step(grads, lr):
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                for p, g in zip(params, grads):
-                    p.grad = g
-                opt.step()
-
-            return train_step, (_grads(params, shape), LRS[shape]), {}
-
-        def train_step(grads):
-            for p, g in zip(params, grads):
-                p.grad = g
-            opt.step()
-
-        return train_step, (_grads(params, shape),), {}
-
-    return builder
 
 
 def _lion(**kw):
@@ -93,7 +60,7 @@ MODELS = {
     "lion_step": ("train", _opt(_lion(lr=1e-4))),
     "lion_step_weight_decay": ("train", _opt(_lion(lr=1e-4, weight_decay=1e-2))),
     "lion_step_decoupled_wd_lr_schedule": ("train", _opt(_lion(lr=1e-3, weight_decay=1e-2,
-                                                               decoupled_weight_decay=True), lr_schedule=True)),
+                                                               decoupled_weight_decay=True), lrs=LRS)),
     "lion_foreach_step": ("train", _opt(_foreach(lr=1e-4, weight_decay=1e-2))),
     "lion_cautious_step": ("train", _opt(_cautious(lr=1e-4, weight_decay=1e-2, cautious_factor=0.1,
                                                    cautious_wd=True))),

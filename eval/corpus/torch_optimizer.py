@@ -11,45 +11,12 @@ from __future__ import annotations
 
 import torch
 
+from ._steps import _grads, _opt, _params
+
 LIBRARY = "torch_optimizer"
 DIST = "torch-optimizer==0.3.0"
 
 LRS = (1e-2, 9e-3, 8.1e-3)
-
-
-def _params():
-    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
-    return [p for p in net.parameters()]
-
-
-def _grads(params, shape):
-    gen = torch.Generator().manual_seed(100 + shape)
-    return [torch.randn(p.shape, generator=gen) * 0.1 for p in params]
-
-
-def _opt(make, lr_schedule=False):
-    def builder(shape=0):
-        params = _params()
-        opt = make(params)
-
-        if lr_schedule:
-            def train_step(grads, lr):
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                for p, g in zip(params, grads):
-                    p.grad = g
-                opt.step()
-
-            return train_step, (_grads(params, shape), LRS[shape]), {}
-
-        def train_step(grads):
-            for p, g in zip(params, grads):
-                p.grad = g
-            opt.step()
-
-        return train_step, (_grads(params, shape),), {}
-
-    return builder
 
 
 def _zero_grad_step(make):
@@ -107,8 +74,8 @@ MODELS = {
     "torch_optimizer_pid": ("train", _opt(_o("PID", lr=1e-3, momentum=0.9, integral=5.0, derivative=10.0))),
     "torch_optimizer_sgdp": ("train", _opt(_o("SGDP", lr=1e-2, momentum=0.9, nesterov=True))),
     "torch_optimizer_lookahead_yogi": ("train", _opt(_lookahead_yogi)),
-    "torch_optimizer_lamb_lr_schedule": ("train", _opt(_o("Lamb", lr=1e-2), lr_schedule=True)),
-    "torch_optimizer_radam_lr_schedule": ("train", _opt(_o("RAdam", lr=1e-2), lr_schedule=True)),
+    "torch_optimizer_lamb_lr_schedule": ("train", _opt(_o("Lamb", lr=1e-2), lrs=LRS)),
+    "torch_optimizer_radam_lr_schedule": ("train", _opt(_o("RAdam", lr=1e-2), lrs=LRS)),
     "torch_optimizer_sgdw_zero_grad": ("train", _zero_grad_step(_o("SGDW", lr=1e-2, momentum=0.9))),
     "torch_optimizer_accsgd_zero_grad": ("train", _zero_grad_step(_o("AccSGD", lr=1e-2))),
 }
