@@ -61,6 +61,7 @@ def persistent_sites(results: dict, names: list[str], library_files: set[str]) -
     """(path, line) -> site dict, from the models' three-shape runs."""
     sites: dict[tuple[str, int], dict] = {}
     outside: list[dict] = []
+    lib_files = sorted(library_files)
     for name in names:
         data = results[name]
         rec = data.get("recompiles") or {}
@@ -83,7 +84,6 @@ def persistent_sites(results: dict, names: list[str], library_files: set[str]) -
                 if lib and lib not in keys:
                     keys.append(lib)
             kind, also = "line", []
-            lib_files = sorted(library_files)
             guard = guard_site_of(comp["reason"], comp["path"], lib_files)
             if not keys and guard and _in_library(guard[0], library_files):
                 # a guard on a Python value (an int in a state dict, a list's length in a frame

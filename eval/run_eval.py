@@ -113,8 +113,11 @@ class FileShape:
 
     def __init__(self, path):
         self.path = path
-        with open(path, encoding="utf-8", errors="replace") as f:
-            self.text = f.read()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                self.text = f.read()
+        except OSError:  # a frame in a file that is gone (a reused result's builder): no shape
+            self.text = ""
         self.lines = self.text.splitlines()
         self.functions = []  # (start, end, qualname, toplevel_qualname, node)
         self.amplifiers = []  # (start, end, kind, function start)
@@ -322,13 +325,11 @@ def evaluate(results, names, assume="model"):
     # The corpus libraries (eval/corpus/) are checked whole, as a user runs `tcl check` on a
     # package: a loss's base class in a file no compiled call executes still makes it an
     # nn.Module. transformers/timm/torchvision are too large for that: their executed files only.
-    whole = set()
-    for name in names:
-        data = results[name]
-        if "breaks" in data and data.get("library") not in LEGACY_LIBRARIES:
-            for root in data.get("roots", {}).values():
-                whole |= {os.path.realpath(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs
-                          if f.endswith(".py")}
+    whole_roots = {root for name in names if "breaks" in results[name]
+                   and results[name].get("library") not in LEGACY_LIBRARIES
+                   for root in results[name].get("roots", {}).values()}
+    whole = {os.path.realpath(os.path.join(d, f)) for root in whole_roots for d, _, fs in os.walk(root)
+             for f in fs if f.endswith(".py")}
     modes = sorted(executed_in) if assume == "model" else [None]
     findings = defaultdict(list)
     finding_modes = {}  # (path, line, end_line, code) -> modes whose run reported it

@@ -96,6 +96,23 @@ class ModuleIndex:
     source: str = ""
     module: cst.Module | None = None
     python_tree: object = None  # the `ast` tree of the same source, when one was built
+    # Facts a rule reads from the whole file once (`tcl.rules.recompiles`), by the rule's key.
+    file_facts: dict = field(default_factory=dict)
+
+    def file_fact(self, key: str, compute):
+        """`compute(tree)` over this file's `ast` tree (the parse's own, else parsed here),
+        once per file; None when the source does not parse."""
+        if key not in self.file_facts:
+            tree = self.python_tree
+            if tree is None:
+                import ast
+
+                try:
+                    tree = ast.parse(self.source)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    tree = None
+            self.file_facts[key] = compute(tree) if tree is not None else None
+        return self.file_facts[key]
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         return canonical(self.imports.qualify(node, self.local_defs))

@@ -9,8 +9,6 @@ when the function rebuilds the container before growing it.
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
 from .base import Example, Rule
@@ -19,13 +17,8 @@ from .base import Example, Rule
 GROWING_METHODS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
 
 
-def _containers_initialised(source: str) -> tuple[frozenset[str], frozenset[str]]:
+def _containers_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     """(self attributes, module-level names) this file sets to an empty list/dict/deque."""
-    return _containers_cached(source)
-
-
-@functools.lru_cache(maxsize=64)
-def _containers_cached(source: str) -> tuple[frozenset[str], frozenset[str]]:
     import ast
 
     def empty(node) -> bool:
@@ -36,10 +29,6 @@ def _containers_cached(source: str) -> tuple[frozenset[str], frozenset[str]]:
                 and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("list", "dict", "deque"))
 
     attrs, names = set(), set()
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset(), frozenset()
     for node in tree.body:
         if isinstance(node, ast.Assign) and empty(node.value):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -121,7 +110,8 @@ def fn(x):
         if not (isinstance(func, cst.Attribute) and func.attr.value in GROWING_METHODS):
             return
         receiver = func.value
-        attrs, names = _containers_initialised(ctx.function.index.source if ctx.function.index else "")
+        index = ctx.function.index
+        attrs, names = (index.file_fact("empty-containers", _containers_initialised) if index else None) or ((), ())
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
                 and receiver.value.value == "self":
             owner = ctx.function.owner

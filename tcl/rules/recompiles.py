@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import libcst as cst
 
@@ -13,25 +12,16 @@ from ..names import dotted
 from .base import Example, Rule
 
 
-def _int_initialised(source: str) -> tuple[frozenset[str], frozenset[str]]:
+def _int_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     """(string keys, self attributes) this file sets to an int literal: `state["step"] = 0`,
     `dict(k=0)`, `{"counter": 0}`, `self.queue_idx = 0`. The evidence that a counter holds a
     Python int (a tensor counter -- `state["step"] = torch.zeros(())` -- does not recompile)."""
-    return _int_initialised_cached(source)
-
-
-@functools.lru_cache(maxsize=64)
-def _int_initialised_cached(source: str) -> tuple[frozenset[str], frozenset[str]]:
     import ast
 
     def is_int(node) -> bool:
         return isinstance(node, ast.Constant) and type(node.value) is int
 
     keys, attrs = set(), set()
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset(), frozenset()
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and is_int(node.value):
             for target in node.targets:
@@ -51,7 +41,8 @@ def _int_initialised_cached(source: str) -> tuple[frozenset[str], frozenset[str]
 
 def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
     """`self.step` or `state["step"]` when the file gives it an int: the text to report."""
-    keys, attrs = _int_initialised(ctx.function.index.source if ctx.function.index else "")
+    index = ctx.function.index
+    keys, attrs = (index.file_fact("int-initialised", _int_initialised) if index else None) or ((), ())
     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
         if ctx.function.owner is None or not ctx.function.owner.is_module:
             return None

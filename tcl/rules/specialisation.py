@@ -17,6 +17,8 @@ from them (`b, n, d = x.shape` included), and their integer arithmetic.
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
@@ -182,6 +184,7 @@ def fn(x):
 SQUARES = "[(torch.randn(n, n),) for n in (4, 6, 8, 10)]"
 
 
+@functools.lru_cache(maxsize=8)
 def _size_specialising_calls(release: tuple[int, int]) -> dict[str, str]:
     """{"Tensor.fill_diagonal_": "receiver", "torch.triu_indices": "size arguments", ...}:
     measured on the compiler by scripts/gen_torch_facts.py (tcl/torch_facts)."""

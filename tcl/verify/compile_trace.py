@@ -28,7 +28,7 @@ _EQ = re.compile(r"\bEq\((s\d+), (-?\d+)\)|\bEq\((-?\d+), (s\d+)\)")
 # A guard on a Python value carries its source: "len(___stack0) == 3 # for l in t.tolist(): #
 # pkg/mod.py:8 in fn" (the path shortened).
 _GUARD_SOURCE = re.compile(r"#\s*(.+?)\s*#\s*(\S+?\.py):(\d+) in (\S+)")
-_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SINGLETON = re.compile(r"set_replacement (s\d+) = (-?\d+) \(range_refined_to_singleton\)")
 
 
@@ -65,23 +65,10 @@ class Compilation:
     def frame(self) -> tuple[str, int, str]:
         return (self.path, self.first_line, self.function)
 
-    @property
-    def guard_line(self) -> tuple[int, str] | None:
-        return guard_line_of(self.reason, self.path)
-
     def to_json(self) -> dict:
-        guard = self.guard_line
         return {"index": self.index, "function": self.function, "path": self.path,
                 "first_line": self.first_line, "reason": self.reason, "call": self.call,
-                "guard_line": list(guard) if guard else None,
                 "specialisations": [s.to_json() for s in self.specialisations]}
-
-
-def guard_line_of(reason: str | None, path: str) -> tuple[int, str] | None:
-    """(line, source) of a failing guard whose text names a line of the frame's file `path`
-    (guards on Python values: list lengths, ints, attributes); None for tensor guards."""
-    site = guard_site_of(reason, path)
-    return (site[1], site[2]) if site and site[0] == path else None
 
 
 def guard_site_of(reason: str | None, path: str, files=()) -> tuple[str, int, str] | None:
@@ -92,10 +79,10 @@ def guard_site_of(reason: str | None, path: str, files=()) -> tuple[str, int, st
     if not match:
         return None
     short, line, source = match.group(2).replace("/", os.sep), int(match.group(3)), match.group(1)
-    for full, number in reversed(_USER_FRAME.findall(reason or "")):
+    for full, number in reversed(USER_FRAME.findall(reason or "")):
         if full.endswith(short) and int(number) == line:
             return os.path.abspath(full), line, source
-    for full, _ in reversed(_USER_FRAME.findall(reason or "")):
+    for full, _ in reversed(USER_FRAME.findall(reason or "")):
         if full.endswith(short):
             return os.path.abspath(full), line, source
     if path and (path.endswith(short) or (os.sep not in short and os.path.basename(path) == short)):

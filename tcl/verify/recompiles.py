@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from .common import _describe, _one_line
+from .compile_trace import USER_FRAME
 
 # The share of the per-example timeout (the parent kills the child past it) that recompile
 # exploration may use, counted from the start of the example.
@@ -226,7 +227,6 @@ def _run_phase(phase: Phase, make_compiled, device: str, deadline: float):
 # check of a tensor input (with several graphs cached, the one Dynamo reports can be another
 # graph's `requires_grad mismatch`).
 _VALUE_GUARD = re.compile(r"size mismatch|stride mismatch|\.size\(\)|tensor '|(==|!=|<=|>=|<|>)\s*-?\d+\b")
-_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SHORT_FRAME = re.compile(r"([^\s#'\"]+\.py):(\d+) in \w+")
 
 
@@ -236,7 +236,7 @@ def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
     "/full/path.py", line N ...]``."""
     parts = [p.strip() for p in reason.split(" # ")]
     source = parts[1][:200] if len(parts) >= 3 else None
-    for path, line in _USER_FRAME.findall(reason):
+    for path, line in USER_FRAME.findall(reason):
         if os.path.isabs(path) and "site-packages" not in path:
             return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
     for fragment, line in _SHORT_FRAME.findall(reason):
