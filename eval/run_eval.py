@@ -191,19 +191,32 @@ def _resumable(expr):
 # tcl
 
 
-def run_tcl(files, assume=None):
+def run_tcl(files, assume=None, user_side=None):
+    """tcl over `files`. `user_side` (a list of tcl.entries.EntrySpec): the files are the users'
+    code, checked from those entries with --follow-imports; a finding then counts at its
+    library location (what the runtime reports), and findings in the user code itself are not
+    scored (the worker records library frames only)."""
+    import dataclasses
+
     from tcl.config import Config
     from tcl.runner import run
 
     started = time.time()
-    result = run(sorted(files), Config(assume=dict(assume or {})))
+    config = Config(assume=dict(assume or {}))
+    if user_side is not None:
+        config.entries, config.follow_imports = list(user_side), True
+    result = run(sorted(files), config)
     elapsed = time.time() - started
     analysed = {os.path.realpath(r.path) for r in result.reports}
-    if analysed != set(files):
+    if analysed != set(files) and user_side is None:
         print(f"warning: tcl analysed {len(analysed)} of {len(files)} files "
               f"(missing: {sorted(set(files) - analysed)[:5]})", file=sys.stderr)
     findings = defaultdict(list)
     for f in result.findings:
+        if user_side is not None:
+            if not f.library_path:
+                continue
+            f = dataclasses.replace(f, path=f.library_path, line=f.library_line, end_line=f.library_end_line)
         findings[os.path.realpath(f.path)].append(f)
     skipped = {os.path.realpath(r.path) for r in result.reports if r.skipped}
     errors = {os.path.realpath(e.path): e.message for e in result.all_errors}
@@ -227,7 +240,7 @@ def rule_info():
     return out
 
 
-def tcl_reached(paths, all_files):
+def tcl_reached(paths, all_files, user_side=None):
     """path -> qualnames of the functions tcl's engine walks when it checks ``paths``.
 
     Analysing a file can walk helpers of other checked files too, so the sets are keyed by the
@@ -239,12 +252,16 @@ def tcl_reached(paths, all_files):
         from tcl.engine import Analyzer
         from tcl.files import package_of
 
+        config = Config()
+        if user_side is not None:  # the users' files, from their entries, into the libraries
+            config.entries, config.follow_imports = list(user_side[1]), True
+            paths, all_files = user_side[0], user_side[0]
         try:
             from tcl.project import scan
 
-            analyzer = Analyzer(Config(), scan(sorted(all_files)))
+            analyzer = Analyzer(config, scan(sorted(all_files)))
         except ImportError:  # an engine without cross-file facts
-            analyzer = Analyzer(Config())
+            analyzer = Analyzer(config)
         reached = defaultdict(set)
         for path in sorted(paths):
             with open(path, encoding="utf-8") as f:
@@ -280,7 +297,9 @@ def covers(finding, line, offsets):
     return finding.line <= line <= finding.end_line + offsets.get(finding.code, 0)
 
 
-def evaluate(results, names, assume="model"):
+def evaluate(results, names, assume="model", user_side=None):
+    """Score `names`. `user_side`: (the users' files, their entries): tcl checks only those,
+    from those entries, with --follow-imports (run_eval --reach user)."""
     roots = sorted({r for data in results.values() for r in data.get("roots", {}).values()})
     gb_classes = _load(os.path.join(HERE, "gb_classes.json"))["entries"]
     rules = rule_info()
@@ -337,7 +356,10 @@ def evaluate(results, names, assume="model"):
     for mode in modes:
         mode_files = ({p for p in executed_in[mode] if os.path.isfile(p)} if mode else files) | whole
         settings = {"training": mode == "train", "dtype": "float32", "device": "cpu"} if mode else None
-        found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
+        if user_side is not None:
+            found, mode_skipped, mode_errors, seconds = run_tcl(user_side[0], settings, user_side[1])
+        else:
+            found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
         skipped |= mode_skipped
         errors.update(mode_errors)
         tcl_seconds += seconds
@@ -381,7 +403,7 @@ def evaluate(results, names, assume="model"):
         site["static_class"] = gb_classes.get(site["gb"] or "", {}).get("cls", "?")
     missed = [s for s in sites.values() if not s["found_by"]]
     involved = {p for s in missed for p in [s["path"]] + [fr[0] for st in s["stacks"] for fr in st]}
-    reach = tcl_reached(involved & files, files) if missed else {}
+    reach = tcl_reached(involved & files, files, user_side) if missed else {}
     for site in missed:
         site["miss_reason"], site["miss_category"] = explain_miss(
             site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots)
@@ -696,6 +718,36 @@ def report_recompiles(summary):
         print("  no three-shape run: " + "; ".join(f"{n} ({e[:80]})" for n, e in r["models_without"].items()))
 
 
+def user_entries(names, results_dir, reuse):
+    """(builder files of `names`, their entries as tcl.entries.EntrySpec) for --reach user."""
+    import inspect
+
+    from tcl.entries import parse
+
+    path = os.path.join(results_dir, "entries.json")
+    known = _load(path) if reuse and os.path.exists(path) else {}
+    todo = [n for n in names if n not in known]
+    if todo:
+        subprocess.run([sys.executable, os.path.join(HERE, "entries_of.py"), path + ".part", *todo],
+                       check=True, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        known.update(_load(path + ".part"))
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(known, f, indent=1, sort_keys=True)
+    files, specs, problems = set(), [], []
+    for name in names:
+        files.add(os.path.realpath(inspect.getsourcefile(MODELS[name][2])))
+        item = known.get(name, {})
+        if "entry" in item:
+            specs.append(parse(item["entry"], f"entry of {name}", item.get("file")))
+        else:
+            problems.append((name, item.get("problem", "not recorded")))
+    steps = os.path.join(HERE, "corpus", "_steps.py")
+    files.add(os.path.realpath(steps))
+    print(f"user side: {len(specs)} entries over {len(files)} builder files; "
+          f"{len(problems)} models without one: {problems[:3]}", file=sys.stderr)
+    return sorted(files), list(dict.fromkeys(specs))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated names (default: the 30 DEFAULT models); 'all' for every model")
@@ -719,6 +771,12 @@ def main(argv=None):
         "--split", choices=("dev", "heldout", "all"), default="dev",
         help="which part of the corpus to score (eval/corpus/__init__.py SPLITS): dev (default; "
         "the part tcl is tuned on), heldout (only to measure), or all (each split scored apart)",
+    )
+    parser.add_argument(
+        "--reach", choices=("library", "user"), default="library",
+        help="library (default): check the libraries' files, their own entries (forwards, ...); "
+        "user: check only the corpus builder files (the users' code) from the entries each model "
+        "compiles (eval/entries_of.py, as pytest --tcl-record records them) with --follow-imports",
     )
     args = parser.parse_args(argv)
     if args.list:
@@ -748,7 +806,9 @@ def main(argv=None):
     out = {}
     for split in splits:
         part = [n for n in names if SPLIT[n] == split]
-        summary = evaluate(results, part, args.assume)
+        user_side = user_entries(part, results_dir, args.reuse) if args.reach == "user" else None
+        summary = evaluate(results, part, args.assume, user_side)
+        summary["reach"] = args.reach
         summary["split"] = split
         summary["assume"] = args.assume
         summary["command"] = "python eval/run_eval.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -126,6 +126,10 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         config.mode,
         sorted(config.assume.items()),
         project_fingerprint,
+        # what the run starts from and follows (tcl/entries.py, tcl/installed.py)
+        getattr(config, "follow_imports", False),
+        sorted(spec.text for spec in getattr(analyzer, "entry_specs", ())),
+        sorted({spec.file or "" for spec in getattr(analyzer, "entry_specs", ())}),
     )[:24]
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .instances import InstanceResolver
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .project import module_name_of
 
 
-class CallResolver:
+class CallResolver(InstanceResolver):
     def _lookup(self, dotted_name: str) -> FunctionInfo | None:
         head, _, rest = dotted_name.partition(".")
         if not rest:
@@ -196,6 +197,8 @@ class CallResolver:
         callee = self._resolve(call, caller)
         if callee is None or callee.index is caller.index or callee.index is self.index:
             return callee
+        if callee.index is not None and callee.index.installed:
+            return callee  # an installed package is never checked itself: followed from here
         # Another file's entry point (a submodule's forward, a compiled function) is analysed
         # when that file is checked; only its plain helpers are followed from here.
         if callee.is_disabled:
@@ -211,9 +214,10 @@ class CallResolver:
             local = index.functions.get(func.value)
             if local is not None:
                 return local
-            return self._function(index.qualify(func)) or self._module_init(func, index)
+            return (self._function(index.qualify(func)) or self._module_init(func, index)
+                    or self.instance_call_target(call, caller, index))
         if not isinstance(func, cst.Attribute):
-            return None
+            return self.instance_call_target(call, caller, index)
         attr = func.attr.value
         receiver = func.value
         owner = caller.owner
@@ -227,6 +231,10 @@ class CallResolver:
             cls = index.classes.get(receiver.value)
             if cls is not None:
                 return self.method_of(cls, attr)
+        elif (isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+              and receiver.value.value == "self" and owner is not None):
+            # `self.encoder.encode(x)` with `self.encoder = Encoder(...)`
+            return self.instance_call_target(call, caller, index)
         if (
             isinstance(receiver, cst.Call)
             and isinstance(receiver.func, cst.Name)
@@ -238,7 +246,7 @@ class CallResolver:
                 if method is not None:
                     return method
             return None
-        return self._function(index.qualify(func))
+        return self._function(index.qualify(func)) or self.instance_call_target(call, caller, index)
 
     def _module_init(self, func: cst.Name, index: ModuleIndex) -> FunctionInfo | None:
         """`criterion = ImageLoss(...)` in traced code: Dynamo traces the module's __init__."""

@@ -94,6 +94,15 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         "dtype=bfloat16 (the dtype of floating tensors), device=cpu|cuda|xpu|mps; what Dynamo "
         "decides from them is then decided statically too",
     )
+    parser.add_argument(
+        "--entry", action="append", default=[], metavar="MODULE:NAME",
+        help="also analyse what compiling this traces: pkg.mod:function, pkg.mod:Class (its forward / "
+        "__call__), pkg.mod:Class.method or pkg.mod:make.<locals>.step (repeatable)",
+    )
+    parser.add_argument("--recorded-entries", metavar="PATH",
+                        help="entries recorded by pytest --tcl-record (default: .tcl/recorded_entries.json when present)")
+    parser.add_argument("--follow-imports", action="store_true",
+                        help="follow calls from compiled code into installed packages (read, never imported)")
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
@@ -121,6 +130,17 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
     for text in getattr(args, "assume", None) or ():
         key, value = parse_assumption(text)
         config.assume = {**config.assume, key: value}
+    if getattr(args, "entry", None):
+        from .entries import EntryError, parse
+
+        try:
+            config.entries = config.entries + [parse(text, "--entry") for text in args.entry]
+        except EntryError as exc:
+            raise ConfigError(str(exc)) from None
+    if getattr(args, "recorded_entries", None):
+        config.recorded_entries = args.recorded_entries
+    if getattr(args, "follow_imports", False):
+        config.follow_imports = True
     validate(config, "command line")
     return config
 

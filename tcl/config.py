@@ -32,6 +32,12 @@ class Config:
     # {"training": False} (inference), {"dtype": "bfloat16"} (floating tensors' dtype),
     # {"device": "cpu"} (where the tensors live: Dynamo reads 0-d CPU tensor inputs as numbers).
     assume: dict[str, object] = field(default_factory=dict)
+    # Entries named where tcl cannot find them (tcl/entries.py): `entries`, `--entry`, and the
+    # recording of `pytest --tcl-record` (None: `.tcl/recorded_entries.json` when present).
+    entries: list = field(default_factory=list)  # tcl.entries.EntrySpec
+    recorded_entries: str | None = None
+    # Follow calls from compiled code into installed packages (tcl/installed.py).
+    follow_imports: bool = False
     source: Path | None = None  # the pyproject.toml it came from
 
     def target_version(self) -> tuple[int, int]:
@@ -50,7 +56,7 @@ class Config:
 
 KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
-    "per-file-ignores", "assume",
+    "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports",
 }
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
@@ -109,8 +115,25 @@ def load(pyproject: Path | None) -> Config:
     if not isinstance(assume, dict):
         raise ConfigError(f"{where}: assume: expected a table, e.g. assume = {{ training = false }}, got {_shown(assume)}")
     config.assume = assume
+    config.entries = _entries(section.get("entries", []), where)
+    if "recorded-entries" in section:
+        recorded = _string(section["recorded-entries"], where, "recorded-entries", "a path")
+        config.recorded_entries = str(pyproject.parent / recorded)
+    follow = section.get("follow-imports", False)
+    if not isinstance(follow, bool):
+        raise ConfigError(f"{where}: follow-imports: expected true or false, got {_shown(follow)}")
+    config.follow_imports = follow
     validate(config, where)
     return config
+
+
+def _entries(value, where: str) -> list:
+    from .entries import EntryError, parse
+
+    try:
+        return [parse(text, f"{where}: entries") for text in _strings(value, where, "entries")]
+    except EntryError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _shown(value) -> str:

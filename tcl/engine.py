@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import threading
 import warnings
@@ -17,12 +18,14 @@ from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .incremental_parse import parse_incrementally
+from .instances import nested_function
 from .guards import boolean_operators, refusal
 from .limits import interruption
-from .module_index import FunctionInfo, ModuleIndex, build_index
-from .project import Project, ProjectScan
+from .module_index import FunctionInfo, ModuleIndex, build_index, mark_module_classes
+from . import entries as entries_module
+from .project import Project, ProjectScan, module_name_of
 from .noqa import NoqaMap
-from .positions import function_ranges
+from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
 from .walker import (
@@ -65,7 +68,12 @@ class Analyzer:
         self.config = config or Config()
         self.scan = project or ProjectScan()
         self.known_modules = self.scan.known_modules  # nn.Module subclasses across the tree
-        self.project = Project(self.scan, self._load_foreign)
+        self.installed = None
+        if self.config.follow_imports:
+            from .installed import InstalledPackages
+
+            self.installed = InstalledPackages()
+        self.project = Project(self.scan, self._load_foreign, self.installed)
         self.version = self.config.target_version()
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
@@ -78,6 +86,15 @@ class Analyzer:
         # that file's own analysis (real path -> qualname -> (parameter kinds, reached from)).
         self.reached_entries: dict[str, dict[str, tuple[dict, tuple[str, ...]]]] = {}
         self.memo = None  # an incremental.EditMemo: the language server keeps work across edits
+        # Entries named by the user or a recording (tcl/entries.py); a recording that cannot
+        # be read is reported once by the runner (entries.problems), not by every worker.
+        try:
+            self.entry_specs = entries_module.configured(self.config)
+        except entries_module.EntryError:
+            self.entry_specs = list(self.config.entries)
+        self._entries_by_file: dict[str, list] = {}
+        # Installed files a declared entry lives in: analysed from that entry only, read-only.
+        self.entry_only_files: set[str] = set()
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -86,7 +103,8 @@ class Analyzer:
     # -- entry points ----------------------------------------------------------------------
     def check_source(self, source: str, path: str, package: str = "", nodes: NodeReport | None = None) -> FileReport:
         report = FileReport(path)
-        if not might_trace(source) and not self.reached_entries.get(os.path.realpath(path)):
+        if (not might_trace(source) and not self.reached_entries.get(os.path.realpath(path))
+                and not self.entries_for(path)):
             report.skipped = True
             return report
         module, problem, tree = parse_source(path, source, self.memo.statements if self.memo else None)
@@ -101,7 +119,8 @@ class Analyzer:
             candidates = analysis.run()
             if nodes is not None:  # `tcl fix` also wants the module, the analysis, the nodes
                 nodes.module, nodes.analysis = module, analysis
-            report.findings = self._to_findings(candidates, index, nodes.pairs if nodes is not None else None)
+            report.findings = self._to_findings(candidates, index, nodes.pairs if nodes is not None else None,
+                                                analysis)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
         except RecursionError:
             report.findings = []
@@ -121,6 +140,13 @@ class Analyzer:
                             self.memo.compile_calls if self.memo is not None else None,
                             self.scan.known_optimizers)
         index.path, index.source, index.module, index.python_tree = path, source, module, tree
+        if self.installed is not None:
+            # `class Model(somelib.Base)`: a module when the installed Base is one
+            extra = frozenset(base for cls in index.classes.values() for base in cls.bases
+                              if base and base not in index.known_modules and not base.startswith("torch.")
+                              and self.installed.is_module_class(base))
+            if extra:
+                mark_module_classes(index, extra)
         return index
 
     def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:
@@ -147,6 +173,27 @@ class Analyzer:
                       for name, kind in kinds.items()}
             entries[function.qualname] = (merged, tuple(sorted(set(known_from) | set(finding.reached_from))))
 
+    def entries_for(self, path: str, name: str = "") -> list:
+        """The declared and recorded entries whose module is the file at `path`."""
+        if not self.entry_specs:
+            return []
+        real = os.path.realpath(path)
+        if real not in self._entries_by_file:
+            name = name or module_name_of(path)
+            named = self.project.paths.get
+            self._entries_by_file[real] = [
+                spec for spec in self.entry_specs
+                if spec.module == name or (spec.file and os.path.realpath(spec.file) == real)
+                or (named(spec.module) and os.path.realpath(named(spec.module)) == real)
+            ]
+            if self.installed is not None:
+                for spec in self.entry_specs:
+                    found = None if named(spec.module) else self.installed.find(spec.module)
+                    if found and os.path.realpath(found) == real:
+                        self._entries_by_file[real].append(spec)
+                        self.entry_only_files.add(real)
+        return self._entries_by_file[real]
+
     def wrapper_info(self, decorator: FunctionInfo, node: cst.FunctionDef) -> FunctionInfo:
         """One FunctionInfo per wrapper node, shared by every file decorated with it."""
         info = self._wrappers.get(id(node))
@@ -155,6 +202,9 @@ class Analyzer:
                                 None, (), decorator.index)
             self._wrappers[id(node)] = info
         return info
+
+    def load_index(self, path: str) -> ModuleIndex | None:
+        return self._load_foreign(path, module_name_of(path))
 
     def _load_foreign(self, path: str, name: str) -> ModuleIndex | None:
         """Another checked file, parsed when traced code calls into it."""
@@ -167,9 +217,12 @@ class Analyzer:
             return None
         index = self._index(module, package_of(path), source, path, tree)
         index.name = name
+        # Found through --follow-imports, not among the checked files: read-only library code.
+        index.installed = self.installed is not None and name not in self.project.paths
         return index
 
-    def _to_findings(self, candidates, current: ModuleIndex, pairs: list | None = None) -> list[Finding]:
+    def _to_findings(self, candidates, current: ModuleIndex, pairs: list | None = None,
+                     analysis: "FileAnalysis | None" = None) -> list[Finding]:
         if not candidates:
             return []
         by_module: dict[int, list] = defaultdict(list)
@@ -188,11 +241,42 @@ class Analyzer:
             noqa = self._noqa(index) if index is not current else NoqaMap(index.source)
             for candidate, reached_from in group:
                 finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
+                if finding is not None and index.installed and analysis is not None and self.installed is not None:
+                    finding = self._at_user_line(finding, candidate, analysis, current)
                 if finding is not None:
-                    kept = findings.setdefault((finding.path, finding.code, finding.line, finding.col), finding)
+                    kept = findings.setdefault((finding.path, finding.code, finding.line, finding.col,
+                                                finding.library), finding)
                     if pairs is not None and kept is finding:
                         pairs.append((finding, candidate))
         return sorted(findings.values(), key=Finding.sort_key)
+
+    def _at_user_line(self, finding: Finding, candidate, analysis: "FileAnalysis", current: ModuleIndex):
+        """A finding in an installed package, moved to the user's call that reaches it (the
+        library's own location kept in `library`); None when the user silenced that line."""
+        library = f"{self.installed.short(finding.path)}:{finding.line}:{finding.col}"
+        anchor = analysis.anchor_of(candidate.function)
+        if anchor is None:  # an installed function named as an entry itself: no user line
+            return dataclasses.replace(finding, library=library, library_path=finding.path,
+                                       library_line=finding.line, library_end_line=finding.end_line,
+                                       function=finding.function or candidate.function.qualname)
+        index, node, function = anchor
+        if isinstance(function, FunctionInfo):
+            ranges = (function_ranges(index.module, index.source, [function], index.python_tree)
+                      if index is current else self._foreign_ranges(index, [function]))
+        else:  # a module-level statement holding the torch.compile call
+            ranges = statement_ranges(index.module, {id(function)})
+        where = ranges.get(node)
+        if where is None:
+            return finding
+        noqa = self._noqa(index) if index is not current else NoqaMap(index.source)
+        if noqa.suppressed(finding.code, where.start.line, where.end.line):
+            return None
+        return dataclasses.replace(
+            finding, path=index.path, line=where.start.line, col=where.start.column + 1,
+            end_line=where.end.line, end_col=where.end.column + 1, library=library, library_path=finding.path,
+            library_line=finding.line, library_end_line=finding.end_line,
+            function=finding.function or candidate.function.qualname,
+        )
 
     def _foreign_ranges(self, index: ModuleIndex, functions) -> dict:
         """Positions in another file's helpers: the same few (transformers' loss functions)
@@ -505,6 +589,28 @@ class FileAnalysis(CallResolver):
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
         self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
         self.overrides: dict[tuple[int, str], list[FunctionInfo]] = {}
+        self.call_nodes: dict[tuple[int, int], cst.CSTNode] = {}  # (callee, caller) -> a call node
+        self.compile_anchors: dict[int, tuple] = {}  # entry -> (index, torch.compile call, statement)
+
+    def anchor_of(self, function: FunctionInfo):
+        """(function of the checked code, its call node) through which traced code first enters
+        the installed package that holds `function`; None when nothing checked calls it."""
+        seen, queue = {id(function)}, [id(function)]
+        while queue:
+            key = queue.pop(0)
+            if key in self.compile_anchors:  # `torch.compile(lib_obj.method)` in the checked code
+                return self.compile_anchors[key]
+            for caller in sorted(self.callers.get(key, ())):
+                if caller in seen:
+                    continue
+                seen.add(caller)
+                caller_info = self.functions[caller]
+                if caller_info.index is not None and not caller_info.index.installed:
+                    node = self.call_nodes.get((key, caller))
+                    if node is not None:
+                        return caller_info.index, node, caller_info
+                queue.append(caller)
+        return None
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
@@ -513,6 +619,13 @@ class FileAnalysis(CallResolver):
     def entry_points(self) -> list[FunctionInfo]:
         index = self.index
         entries: list[FunctionInfo] = []
+        declared = self.analyzer.entries_for(index.path, index.name)
+        if os.path.realpath(index.path) in self.analyzer.entry_only_files:
+            index.installed = True
+            for spec in declared:
+                found = entries_module.functions_named(self, index, spec.qualname)
+                entries.extend(found if isinstance(found, list) else ())
+            return list(dict.fromkeys(entries))
         for cls in index.classes.values():
             if cls.is_module and "forward" in cls.methods:
                 entries.append(cls.methods["forward"])
@@ -524,7 +637,78 @@ class FileAnalysis(CallResolver):
             function = self._lookup(target)
             if function is not None:
                 entries.append(function)
+        for target, scope, call, top in index.compile_sites:
+            function = self._compiled_object(target, scope)
+            if function is not None and function not in entries and not self._entry_of_other_file(function):
+                entries.append(function)
+                self.compile_anchors.setdefault(id(function), (index, call, top))
+        for spec in declared:
+            found = entries_module.functions_named(self, index, spec.qualname)
+            if isinstance(found, list):
+                entries.extend(f for f in found if not self._entry_of_other_file(f))
         return [f for f in dict.fromkeys(entries) if not f.is_disabled]
+
+    def _compiled_object(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> FunctionInfo | None:
+        """`torch.compile(model.generate)` / `torch.compile(model)` / `torch.compile(step)` for
+        a nested `def step`: what the call traces, through the bindings of its scope."""
+        function = self._scope_function(scope)
+        index = self.index
+        if isinstance(target, cst.Attribute):
+            if isinstance(target.value, cst.Name) and (target.value.value == "self" or target.value.value in index.classes):
+                return None  # compile_targets holds these
+            cls = self.instance_class(target.value, function, index)
+            method = self.method_of(cls, target.attr.value) if cls is not None else None
+            return method if method is not None and not method.is_property else None
+        if isinstance(target, cst.Name):
+            if target.value in index.functions:
+                return None
+            if function is not None:
+                nested = self._nested(function, target.value)
+                if nested is not None:
+                    return nested
+            cls = self.instance_class(target, function, index)
+            return self.call_method_of(cls) if cls is not None else None
+        if isinstance(target, cst.Call):  # torch.compile(Model(...))
+            cls = self.instance_class(target, function, index)
+            return self.call_method_of(cls) if cls is not None else None
+        return None
+
+    def _scope_function(self, scope: tuple[str, ...]) -> FunctionInfo | None:
+        """The function (method, nested def) that the names `scope` lead to, if any."""
+        current: FunctionInfo | None = None
+        owner = None
+        for name in scope:
+            if current is not None:
+                nested = self._nested(current, name)
+                if nested is None:
+                    return current
+                current = nested
+            elif owner is not None:
+                current = owner.methods.get(name)
+                if current is None:
+                    return None
+            elif name in self.index.classes:
+                owner = self.index.classes[name]
+            else:
+                current = self.index.functions.get(name)
+                if current is None:
+                    return None
+        return current
+
+    def _nested(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
+        key = (id(function.node), name)
+        cache = self.__dict__.setdefault("_nested_defs", {})
+        if key not in cache:
+            cache[key] = nested_function(function, name)
+        return cache[key]
+
+    def _entry_of_other_file(self, function: FunctionInfo) -> bool:
+        """A forward or compiled function of another checked file is that file's own entry:
+        analysed when that file is checked, not again from here."""
+        if function.index is self.index or function.index is None or function.index.installed:
+            return False
+        return function.is_compiled or (function.name == "forward" and function.owner is not None
+                                        and function.owner.is_module)
 
     def decorator_wrappers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, str]]:
         """The wrapper functions that decorators from the checked tree put around `function`
@@ -689,11 +873,13 @@ class FileAnalysis(CallResolver):
         """Remember what `caller` passes to each callee; return callees whose inputs changed."""
         caller_key = id(caller)
         per_callee: dict[int, list] = defaultdict(list)
-        for callee, site in result.calls:
+        for position, (callee, site) in enumerate(result.calls):
             if callee.is_disabled:
                 continue
             per_callee[id(callee)].append(site)
             self.functions[id(callee)] = callee
+            if position < len(result.call_nodes):
+                self.call_nodes.setdefault((id(callee), caller_key), result.call_nodes[position])
         changed = []
         for callee_key, sites in per_callee.items():
             self.sites[callee_key][caller_key] = sites

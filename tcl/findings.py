@@ -30,6 +30,13 @@ class Finding:
     # about tensor data; shown in parentheses after the message.
     evidence: str = ""
     function: str = ""  # the helper the finding is in, when it is reached from compiled code elsewhere
+    # Where the hazard itself is when it lies in an installed package (--follow-imports): the
+    # finding is reported at the user's line that reaches it, and this names the library's
+    # `path:line:col` (the path below site-packages); library_path is the file's full path.
+    library: str = ""
+    library_path: str = ""
+    library_line: int = 0  # the hazard's first and last line there
+    library_end_line: int = 0
 
     @property
     def full_message(self) -> str:
@@ -46,9 +53,10 @@ class Finding:
     @property
     def context(self) -> str:
         """`in rms_norm, reached from Block.forward, Model.forward`, or "" for a compiled function itself."""
+        where = f" at {self.library}" if self.library else ""
         if not self.reached_from:
-            return ""
-        return f"in {self.function or '?'}, reached from {', '.join(self.reached_from)}"
+            return f"in {self.function}{where}" if where else ""
+        return f"in {self.function or '?'}{where}, reached from {', '.join(self.reached_from)}"
 
     def to_json(self) -> dict:
         data = asdict(self)

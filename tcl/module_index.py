@@ -26,6 +26,8 @@ class FunctionInfo:
     owner: "ClassInfo | None" = None
     decorators: tuple[str, ...] = ()
     index: "ModuleIndex | None" = None  # the module it lives in
+    # For a nested def (`make.<locals>.step`): the function whose scope its free names read.
+    enclosing: "FunctionInfo | None" = None
 
     @property
     def qualname(self) -> str:
@@ -83,6 +85,9 @@ class ModuleIndex:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     loggers: set[str] = field(default_factory=set)
     compile_targets: set[str] = field(default_factory=set)  # "fn" or "Class.method"
+    # Every `torch.compile(<target>)`: (target expression, names of the defs/classes around
+    # it, the call, the module-level statement holding it)
+    compile_sites: list = field(default_factory=list)
     # Targets of `torch.compile(f, dynamic=False)` calls: every new input shape recompiles (TCL503).
     dynamic_false_targets: set[str] = field(default_factory=set)
     # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
@@ -96,6 +101,7 @@ class ModuleIndex:
     source: str = ""
     module: cst.Module | None = None
     python_tree: object = None  # the `ast` tree of the same source, when one was built
+    installed: bool = False  # a file of an installed package, read with --follow-imports
     # Facts a rule reads from the whole file once (`tcl.rules.recompiles`), by the rule's key.
     file_facts: dict = field(default_factory=dict)
 
@@ -304,12 +310,17 @@ def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, ow
         _record_compile_target(small.value, index, owner)
 
 
-def _record_compile_target(call: cst.Call, index: ModuleIndex, owner: ClassInfo | None) -> None:
+def _record_compile_target(call: cst.Call, index: ModuleIndex, owner: ClassInfo | None,
+                           scope: tuple[str, ...] = (), top: cst.CSTNode | None = None) -> None:
     if canonical(index.imports.qualify(call.func, index.local_defs)) not in COMPILE_NAMES:
         return
     if not call.args or call.args[0].keyword is not None:
         return
     target = call.args[0].value
+    # Every target with the scope it is evaluated in: `torch.compile(model.generate)` after
+    # `model = Model(...)` is resolved through that scope's bindings (tcl/instances.py).
+    if top is not None:
+        index.compile_sites.append((target, scope, call, top))
     name = dotted(target)
     if name is None:
         return
@@ -339,6 +350,12 @@ def _mark_classes(index: ModuleIndex, flag: str, is_root) -> None:
                     setattr(info, flag, True)
                     changed = True
                     break
+
+
+def mark_module_classes(index: ModuleIndex, extra: frozenset[str]) -> None:
+    """Mark again with more known module bases (installed classes, tcl/installed.py)."""
+    index.known_modules = index.known_modules | extra
+    _mark_module_classes(index)
 
 
 def _mark_module_classes(index: ModuleIndex) -> None:
@@ -373,23 +390,39 @@ class _CompileCallScanner(_StatementScanner):
     def __init__(self, index: ModuleIndex, calls: list | None = None) -> None:
         self.index = index
         self.owners: list[str] = []
+        self.scopes: list[str] = []  # enclosing defs and classes, outermost first
         self.calls = calls
+        self.top: cst.CSTNode | None = None  # the module-level statement being scanned
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.FunctionDef):
+            self.scopes.append(node.name.value)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, cst.FunctionDef):
+            self.scopes.pop()
+        super().on_leave(original_node)
 
     def enter_class(self, node: cst.ClassDef) -> None:
         self.owners.append(node.name.value)
+        self.scopes.append(node.name.value)
 
     def leave_class(self, node: cst.ClassDef) -> None:
         self.owners.pop()
+        self.scopes.pop()
 
     def handle(self, small: cst.BaseSmallStatement) -> None:
         value = getattr(small, "value", None)
         # `torch.compile(f)` and `torch.compile(f)(x)`: walk the chain of calls.
         while isinstance(value, cst.Call):
             owner = self.owners[-1] if self.owners else None
+            scope = tuple(self.scopes)
             if self.calls is not None:
-                self.calls.append((value, owner))
+                self.calls.append((value, owner, scope))
             else:
-                _record_compile_target(value, self.index, self.index.classes.get(owner) if owner else None)
+                _record_compile_target(value, self.index, self.index.classes.get(owner) if owner else None, scope,
+                                       self.top)
             value = value.func
 
 
@@ -397,7 +430,10 @@ def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | N
     """`memo` (statement id -> (statement, its calls)): the language server's, so that only
     statements an edit changed are scanned again."""
     if memo is None:
-        module.visit(_CompileCallScanner(index))
+        scanner = _CompileCallScanner(index)
+        for statement in module.body:
+            scanner.top = statement
+            statement.visit(scanner)
         return
     if len(memo) > 20_000:
         memo.clear()
@@ -407,5 +443,5 @@ def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | N
             calls: list = []
             statement.visit(_CompileCallScanner(index, calls))
             kept = memo[id(statement)] = (statement, calls)
-        for call, owner in kept[1]:
-            _record_compile_target(call, index, index.classes.get(owner) if owner else None)
+        for call, owner, scope in kept[1]:
+            _record_compile_target(call, index, index.classes.get(owner) if owner else None, scope, statement)

@@ -168,8 +168,9 @@ class Project:
 
     MAX_LOADED = 256
 
-    def __init__(self, scan_result: ProjectScan, load) -> None:
+    def __init__(self, scan_result: ProjectScan, load, installed=None) -> None:
         self.scan = scan_result
+        self.installed = installed  # tcl.installed.InstalledPackages with --follow-imports
         self.paths = dict(scan_result.module_paths)
         self.subclasses = {base: list(children) for base, children in scan_result.subclasses}
         self.class_methods = {name: frozenset(names) for name, names in scan_result.class_methods}
@@ -177,12 +178,15 @@ class Project:
         self._loaded: dict[str, object] = {}
 
     def index_of(self, module_name: str):
-        if module_name not in self.paths:
+        path = self.paths.get(module_name)
+        if path is None and self.installed is not None:
+            path = self.installed.find(module_name)
+        if path is None:
             return None
         if module_name not in self._loaded:
             if len(self._loaded) >= self.MAX_LOADED:
                 self._loaded.pop(next(iter(self._loaded)))
-            self._loaded[module_name] = self._load(self.paths[module_name], module_name)
+            self._loaded[module_name] = self._load(path, module_name)
         return self._loaded[module_name]
 
     def find(self, qualname: str, depth: int = 0):
@@ -190,7 +194,7 @@ class Project:
 
         Follows re-exports (`from .layers import Block` in a package's __init__) a few levels.
         """
-        if depth > 3 or not self.paths:
+        if depth > 3 or not (self.paths or self.installed):
             return None
         parts = qualname.split(".")
         for split in range(len(parts) - 1, 0, -1):

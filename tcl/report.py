@@ -180,6 +180,16 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
         if finding.reached_from:
             properties["reachedFrom"] = list(finding.reached_from)
             properties["function"] = finding.function
+        if finding.library:
+            # The hazard's own place, in an installed package (--follow-imports)
+            properties["library"] = finding.library
+            lib_uri, lib_base = _artifact_uri(finding.library_path, root)
+            lib_line = finding.library_line
+            result["relatedLocations"] = [{"id": 0, "message": {"text": f"in {finding.function or 'the library'}"},
+                                           "physicalLocation": {
+                                               "artifactLocation": {"uri": lib_uri, **({"uriBaseId": lib_base} if lib_base else {})},
+                                               "region": {"startLine": lib_line,
+                                                          "endLine": lib_line + finding.library_end_line - finding.library_line}}}]
         if properties:
             result["properties"] = properties
         results.append(result)

@@ -37,7 +37,7 @@ class RunResult:
         merged: dict[tuple, object] = {}
         for report in self.reports:
             for finding in report.findings:
-                key = (finding.path, finding.line, finding.col, finding.code)
+                key = (finding.path, finding.line, finding.col, finding.code, finding.library)
                 if key in merged:
                     merged[key] = _merge(merged[key], finding)
                 else:
@@ -227,6 +227,12 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     else:
         project = scan(scanned) if len(scanned) > 1 else ProjectScan()
     analyzer = Analyzer(config, project)
+    if analyzer.entry_specs or config.recorded_entries:
+        from .entries import problems
+
+        entry_errors, entry_files = problems(analyzer, files)
+        result.errors.extend(entry_errors)
+        files = files + entry_files  # a declared entry's file is reported like a checked one
 
     raw: dict[str, FileReport] = {}
     analysed = files + reaching
@@ -299,7 +305,14 @@ def _cached(files, analyzer, project, cache, hashes, keys, raw) -> list[str]:
     if callable(hook):
         cache.hook = hook
 
+    installed = analyzer.installed
+    project_paths = set(project.module_paths and dict(project.module_paths).values())
+
     def file_hash(path: str) -> str | None:
+        if path not in hashes and installed is not None and path not in project_paths and installed.owns(path):
+            # An installed package's file changes only with the package: its version names it,
+            # so a warm run reads nothing of the libraries it follows.
+            hashes[path] = "installed:" + installed.version_of(path)
         if path not in hashes:
             try:
                 hashes[path] = content_hash(read_source(path))

@@ -78,6 +78,7 @@ class FunctionResult:
     tuple_returns: tuple[Kind, ...] | None = None
     returns_other: bool = False  # some `return` is not such a tuple
     calls: list[tuple[FunctionInfo, "CallSite"]] = field(default_factory=list)
+    call_nodes: list[cst.CSTNode] = field(default_factory=list)  # the node of each of `calls`
     # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
     breaks: bool = False
 
@@ -446,6 +447,7 @@ class FunctionWalker(cst.CSTVisitor):
             getter = self.resolve_property(node)
             if getter is not None:
                 self.result.calls.append((getter, CallSite([], {})))
+                self.result.call_nodes.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
@@ -475,6 +477,7 @@ class FunctionWalker(cst.CSTVisitor):
         site = CallSite(positional, keywords, crossed, tuples)
         for target in callees + overrides:
             self.result.calls.append((target, site))
+            self.result.call_nodes.append(node)
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
 

@@ -1,0 +1,162 @@
+"""Installed packages, read (never imported) when compiled code calls into them (--follow-imports).
+
+`tcl check train.py --follow-imports` follows calls from the user's compiled code into the
+packages of the running environment, as mypy's `follow_imports` does: a dotted module name is
+looked up as a file in the environment's site-packages directories (`a/b.py` or
+`a/b/__init__.py`) without importing anything, and read with the same parser as checked files.
+Which classes of those files are nn.Modules comes from their class headers, read with `ast` on
+demand and followed through the packages' own imports and re-exports (`zuko.flows.NSF` ->
+`zuko.flows.spline.NSF` -> `MAF` -> `Flow` -> `LazyDistribution` -> `nn.Module`). torch and the
+numeric libraries Dynamo handles itself are never followed. A package's version (from its
+installed metadata) names its results in the cache, so a second run pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import site
+import sysconfig
+
+from .files import SourceError, read_source
+from .module_index import is_torch_module_base
+
+# Dynamo traces these itself (torch) or through its own models of them (numpy): following
+# their source would report what the compiler never runs.
+NOT_FOLLOWED = frozenset({
+    "torch", "functorch", "triton", "numpy", "scipy", "sympy", "typing_extensions", "_pytest", "pytest",
+    "setuptools", "pip", "pkg_resources",
+})
+MODULE_ROOTS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+MAX_DEPTH = 12
+
+
+def site_directories() -> list[str]:
+    """The running environment's site-packages directories (purelib, platlib, user site)."""
+    dirs = []
+    for name in ("purelib", "platlib"):
+        path = sysconfig.get_paths().get(name)
+        if path:
+            dirs.append(path)
+    try:
+        dirs.extend(site.getsitepackages())
+    except AttributeError:  # pragma: no cover -- virtualenv's old site.py
+        pass
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user:
+        dirs.append(user)
+    out = []
+    for path in dirs:
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and real not in out:
+            out.append(real)
+    return out
+
+
+class InstalledPackages:
+    """Module files and class hierarchies of the installed packages."""
+
+    def __init__(self, directories: list[str] | None = None) -> None:
+        self.directories = site_directories() if directories is None else [os.path.realpath(d) for d in directories]
+        self._files: dict[str, str | None] = {}
+        self._headers: dict[str, tuple[dict, dict] | None] = {}
+        self._is_module: dict[str, bool] = {}
+        self._versions: dict[str, str] = {}
+
+    # -- files -----------------------------------------------------------------------------
+    def find(self, module: str) -> str | None:
+        """The file of an installed module, or None (not installed, or not followed)."""
+        if module in self._files:
+            return self._files[module]
+        found = None
+        parts = module.split(".")
+        if parts[0] not in NOT_FOLLOWED and all(p.isidentifier() for p in parts):
+            for directory in self.directories:
+                base = os.path.join(directory, *parts)
+                for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        found = candidate
+                        break
+                if found:
+                    break
+        self._files[module] = found
+        return found
+
+    def owns(self, path: str) -> bool:
+        """Whether `path` lies in one of the site-packages directories."""
+        real = os.path.realpath(path)
+        return any(real.startswith(d + os.sep) for d in self.directories)
+
+    def short(self, path: str) -> str:
+        """`zuko/flows/core.py`: a path as it reads below its site-packages directory."""
+        real = os.path.realpath(path)
+        for directory in self.directories:
+            if real.startswith(directory + os.sep):
+                return os.path.relpath(real, directory)
+        return path
+
+    def version_of(self, path: str) -> str:
+        """`zuko==1.6.0` for a file of an installed package (its distribution's metadata, read
+        without importing it); the top-level name alone when no metadata says more."""
+        top = self.short(path).split(os.sep)[0].removesuffix(".py")
+        if top not in self._versions:
+            from importlib import metadata
+
+            version = ""
+            try:
+                names = metadata.packages_distributions().get(top, [])
+                if names:
+                    version = f"{names[0]}=={metadata.version(names[0])}"
+            except Exception:  # noqa: BLE001 -- broken metadata: fall back to the name
+                version = ""
+            self._versions[top] = version or top
+        return self._versions[top]
+
+    # -- class hierarchies -----------------------------------------------------------------
+    def is_module_class(self, qualname: str, depth: int = 0) -> bool:
+        """Whether an installed class (by qualified name, re-exports allowed) is an nn.Module."""
+        if qualname in MODULE_ROOTS or is_torch_module_base(qualname):
+            return True
+        if qualname in self._is_module:
+            return self._is_module[qualname]
+        if depth > MAX_DEPTH:
+            return False
+        self._is_module[qualname] = False  # a cycle of re-exports is no module
+        answer = any(self.is_module_class(base, depth + 1) for base in self._bases(qualname, depth))
+        self._is_module[qualname] = answer
+        return answer
+
+    def _bases(self, qualname: str, depth: int) -> list[str]:
+        module, _, name = qualname.rpartition(".")
+        while module:
+            headers = self._module_headers(module)
+            if headers is not None:
+                classes, aliases = headers
+                if f"{module}.{name}" in classes:
+                    return classes[f"{module}.{name}"]
+                if name in aliases and aliases[name] != qualname and depth < MAX_DEPTH:
+                    return self._bases(aliases[name], depth + 1)
+                return []
+            # `a.b.C` where `a.b` is no file: perhaps the class `b.C` of module `a`; not followed
+            return []
+        return []
+
+    def _module_headers(self, module: str):
+        if module in self._headers:
+            return self._headers[module]
+        path = self.find(module)
+        headers = None
+        if path is not None:
+            from .project import _ClassHeaders
+
+            try:
+                tree = ast.parse(read_source(path))
+            except (SourceError, SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            if tree is not None:
+                package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+                visitor = _ClassHeaders(module, package)
+                visitor.visit(tree)
+                headers = (visitor.classes, visitor.aliases)
+        self._headers[module] = headers
+        return headers

@@ -1,0 +1,344 @@
+"""Which class a value is an instance of, so calls on objects reach the methods they run.
+
+Users compile code that calls objects: `flow = zuko.flows.NSF(...)` at module level, then
+`flow(c).log_prob(x)` inside a compiled function; `self.encoder.encode(x)`; `model =
+Model.from_pretrained(...); torch.compile(model.generate)`. The answer here is deliberately
+shallow and explicit, like the rest of the engine: a name is an instance of `C` when the scope
+that binds it (the function, then the functions around a nested one, then the module) assigns
+it `C(...)`, `C.from_*(...)` / a classmethod of `C`, `torch.compile(<instance of C>)`, or a
+module-returning-self call on one (`C(...).eval()`, `.to(device)`), or annotates it `C`; a
+call's result is an instance of `C` when the callee is annotated `-> C` or every `return` of it
+builds a `C`. `C` must be a class the analysis can read (this file, another checked file, or
+an installed package with --follow-imports). Anything else is no class: the call is simply
+not followed, which costs reach, never precision.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .module_index import ClassInfo, FunctionInfo, ModuleIndex
+
+# nn.Module (and tensor-like) methods that return the object itself.
+RETURNS_SELF = frozenset({
+    "train", "eval", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "requires_grad_",
+    "to_empty", "type", "share_memory", "xpu", "mps",
+})
+COMPILE_CALLS = frozenset({"torch.compile"})
+MAX_DEPTH = 6
+
+
+class InstanceResolver:
+    """Mixin of CallResolver: needs `class_named`, `method_of` and `_resolve` from it."""
+
+    def instance_class(self, expr: cst.BaseExpression, function: FunctionInfo | None,
+                       index: ModuleIndex, depth: int = 0) -> ClassInfo | None:
+        """The class `expr` (evaluated in `function`, or at the top level of `index`) is an
+        instance of, or None."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            bound = self._binding(expr.value, function, index)
+            if bound is None:
+                return None
+            value, where, scope_index = bound
+            if isinstance(value, ClassInfo):
+                return value
+            return self.instance_class(value, where, scope_index, depth + 1)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            owner = function.owner if function is not None else None
+            value = _class_attribute(owner, expr.attr.value)
+            if value is not None:
+                return self.instance_class(value, None, owner.index, depth + 1)
+            return None
+        if isinstance(expr, cst.Call):
+            return self._call_class(expr, function, index, depth)
+        return None
+
+    def _call_class(self, call: cst.Call, function, index: ModuleIndex, depth: int) -> ClassInfo | None:
+        func = call.func
+        qualname = index.qualify(func) or ""
+        if qualname in COMPILE_CALLS:  # `torch.compile(model)` calls like the model does
+            return self.instance_class(call.args[0].value, function, index, depth + 1) if call.args else None
+        cls = self._class_of_name(func, index)
+        if cls is not None:
+            return cls
+        if isinstance(func, cst.Attribute):
+            owner_class = self._class_of_name(func.value, index)
+            if owner_class is not None:  # `Model.from_pretrained(...)`, a classmethod factory
+                method = self.method_of(owner_class, func.attr.value)
+                if func.attr.value.startswith("from_") or (method is not None and _is_classmethod(method)):
+                    return owner_class
+                return None
+            if func.attr.value in RETURNS_SELF:
+                receiver = self.instance_class(func.value, function, index, depth + 1)
+                if receiver is not None and receiver.is_module:
+                    return receiver
+        callee = self.instance_call_target(call, function, index, depth + 1)
+        busy = self.__dict__.setdefault("_calls_in_progress", set())
+        if callee is None and function is not None and id(call) not in busy:
+            busy.add(id(call))  # `a = b(); b = a()` must not loop through _resolve
+            try:
+                callee = self._resolve(call, function)
+            finally:
+                busy.discard(id(call))
+        return self.return_class(callee, depth + 1) if callee is not None else None
+
+    def _class_of_name(self, expr: cst.BaseExpression, index: ModuleIndex) -> ClassInfo | None:
+        if isinstance(expr, cst.Name) and expr.value in index.classes:
+            return index.classes[expr.value]
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        qualname = index.qualify(expr)
+        return self.class_named(qualname, index) if qualname else None
+
+    def return_class(self, function: FunctionInfo, depth: int = 0) -> ClassInfo | None:
+        """`-> C`, or every `return` of `function` builds the same class `C`."""
+        if depth > MAX_DEPTH or function.index is None:
+            return None
+        memo = self.__dict__.setdefault("_return_classes", {})
+        key = id(function.node)
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # a recursive function cannot loop here
+        found = None
+        returns = function.node.returns
+        if returns is not None:
+            annotation = returns.annotation
+            if isinstance(annotation, cst.SimpleString):
+                try:
+                    annotation = cst.parse_expression(annotation.evaluated_value)
+                except Exception:  # noqa: BLE001 -- a forward reference tcl cannot read
+                    annotation = None
+            if annotation is not None:
+                found = self._class_of_name(annotation, function.index)
+        if found is None:
+            classes = {id(c): c for c in (self.instance_class(value, function, function.index, depth + 1)
+                                          for value in _returned_values(function.node))}
+            if len(classes) == 1 and None not in classes.values():
+                found = next(iter(classes.values()))
+        memo[key] = found
+        return found
+
+    def instance_call_target(self, call: cst.Call, function: FunctionInfo | None, index: ModuleIndex,
+                             depth: int = 0) -> FunctionInfo | None:
+        """What a call on an object runs: `obj(x)` its forward / `__call__`, `obj.m(x)` and
+        `make().m(x)` the method `m` of the object's class."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and (receiver.value == "self" or receiver.value in index.classes):
+                return None  # resolved by CallResolver itself
+            cls = self.instance_class(receiver, function, index, depth)
+            if cls is None:
+                return None
+            method = self.method_of(cls, func.attr.value)
+            return None if method is None or method.is_property else method
+        if isinstance(func, (cst.Name, cst.Call)):
+            cls = self.instance_class(func, function, index, depth)
+            return self.call_method_of(cls) if cls is not None else None
+        return None
+
+    def call_method_of(self, cls: ClassInfo) -> FunctionInfo | None:
+        """What calling an instance runs: a `__call__` the class (or a base the analysis can
+        read) defines, else an nn.Module's forward."""
+        method = self.method_of(cls, "__call__")
+        if method is not None:
+            return method
+        return self.method_of(cls, "forward") if cls.is_module else None
+
+    # -- scopes --------------------------------------------------------------------------------
+    def _binding(self, name: str, function: FunctionInfo | None, index: ModuleIndex):
+        """(value, function whose scope it is evaluated in, index) of the innermost binding
+        of `name`: an assignment or annotation in `function`, the functions enclosing it, or
+        the module's top level. A ClassInfo stands for an annotation naming a class."""
+        scope = function
+        while scope is not None:
+            bound = _function_binding(scope.node, name)
+            if bound is not None:
+                kind, value = bound
+                if kind == "annotation":
+                    cls = self._class_of_name(value, scope.index)
+                    return (cls, scope, scope.index) if cls is not None else None
+                if kind == "param":
+                    return self._argument_binding(scope, name)
+                return value, scope, scope.index
+            scope = scope.enclosing
+        value = _module_binding(index, name)
+        return (value, None, index) if value is not None else None
+
+
+    def _argument_binding(self, function: FunctionInfo, name: str):
+        """A parameter of a module-level function, bound to what the file's own calls of it
+        pass (`_nll(flow)` after `flow = NSF(...)`): the first argument there that is an
+        instance of a class the analysis can read."""
+        if function.owner is not None or function.enclosing is not None or function.index is None:
+            return None
+        index = function.index
+        params = [p.name.value for p in [*function.node.params.posonly_params, *function.node.params.params]]
+        position = params.index(name) if name in params else None
+        for call, caller in _calls_by_name(index).get(function.name, ()):
+            argument = None
+            for i, arg in enumerate(call.args):
+                if arg.star:
+                    break
+                if (arg.keyword is not None and arg.keyword.value == name) or (arg.keyword is None and i == position):
+                    argument = arg.value
+                    break
+            if argument is not None and self.instance_class(argument, caller, index, MAX_DEPTH - 2) is not None:
+                return argument, caller, index
+        return None
+
+
+def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
+    """function name -> (call, calling FunctionInfo) for `name(...)` calls in the file's
+    module-level functions and methods, collected once per file."""
+    calls = index.file_facts.get("_instances.calls")
+    if calls is not None:
+        return calls
+    calls = {}
+
+    class Calls(cst.CSTVisitor):
+        def __init__(self, caller: FunctionInfo) -> None:
+            self.caller = caller
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value in index.functions:
+                calls.setdefault(node.func.value, []).append((node, self.caller))
+
+    functions = list(index.functions.values()) + [m for c in index.classes.values() for m in c.methods.values()]
+    for caller in functions:
+        caller.node.body.visit(Calls(caller))
+    index.file_facts["_instances.calls"] = calls
+    return calls
+
+
+def _is_classmethod(method: FunctionInfo) -> bool:
+    return any(d.rsplit(".", 1)[-1] == "classmethod" for d in method.decorators)
+
+
+def _class_attribute(owner: ClassInfo | None, attr: str):
+    if owner is None or owner.index is None:
+        return None
+    return owner.attributes.get(attr)
+
+
+class _Bindings(cst.CSTVisitor):
+    """Assignments to one name in a function body, not descending into nested scopes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: tuple[str, cst.BaseExpression] | None = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.found is None and any(isinstance(t.target, cst.Name) and t.target.value == self.name
+                                      for t in node.targets):
+            self.found = ("value", node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self.found is None and isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.found = ("value", node.value) if node.value is not None else ("annotation", node.annotation.annotation)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        target = node.asname.name if node.asname is not None else None
+        if self.found is None and isinstance(target, cst.Name) and target.value == self.name:
+            self.found = ("value", node.item)
+
+
+def _function_binding(node: cst.FunctionDef, name: str):
+    for param in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
+        if param.name.value == name:
+            return ("annotation", param.annotation.annotation) if param.annotation is not None else ("param", None)
+    visitor = _Bindings(name)
+    node.body.visit(visitor)
+    if visitor.found is None:
+        return None
+    kind, value = visitor.found
+    return (kind, value) if value is not None else None
+
+
+def _module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
+    bindings = index.file_facts.get("_instances.bindings")
+    if bindings is None:
+        bindings = {}
+        module = index.module
+        for stmt in _top_level(module.body if module is not None else ()):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            bindings.setdefault(target.target.value, small.value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                    bindings.setdefault(small.target.value, small.value)
+        index.file_facts["_instances.bindings"] = bindings
+    return bindings.get(name)
+
+
+def _top_level(body, depth: int = 0):
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield stmt
+        elif depth < 2 and isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            yield from _top_level(stmt.body.body, depth + 1)
+            orelse = getattr(stmt, "orelse", None)
+            if isinstance(orelse, cst.Else):
+                yield from _top_level(orelse.body.body, depth + 1)
+
+
+class _Returns(cst.CSTVisitor):
+    def __init__(self, root: cst.FunctionDef) -> None:
+        self.root = root
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.root
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+def _returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:
+    visitor = _Returns(node)
+    node.visit(visitor)
+    return visitor.values
+
+
+def nested_function(function: FunctionInfo, name: str) -> FunctionInfo | None:
+    """`outer.<locals>.name`: the def named `name` in `function`'s body (not in deeper scopes),
+    as a FunctionInfo whose free variables resolve through `function`."""
+
+    class Defs(cst.CSTVisitor):
+        found: cst.FunctionDef | None = None
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            if node is function.node:
+                return True
+            if node.name.value == name and self.found is None:
+                self.found = node
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+    visitor = Defs()
+    function.node.visit(visitor)
+    if visitor.found is None:
+        return None
+    from .module_index import decorator_names
+
+    return FunctionInfo(f"{function.qualname}.<locals>.{name}", visitor.found, function.top, None,
+                        decorator_names(visitor.found, function.index.imports), function.index,
+                        enclosing=function)

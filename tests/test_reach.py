@@ -1,0 +1,364 @@
+"""Reach beyond forward: calls on objects, compile calls on objects, declared and recorded
+entries, and --follow-imports into installed packages (tcl/instances.py, tcl/entries.py,
+tcl/installed.py). Each test runs the real runner on a small tree and checks where findings
+land; the installed packages are a fake site-packages directory."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from tcl import installed
+from tcl.cli import main
+from tcl.config import Config
+from tcl.entries import EntryError, parse
+from tcl.runner import run
+
+
+def write(root, name, text):
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def check(paths, **options):
+    config = Config(torch_version="2.13", **options)
+    result = run([str(p) for p in paths], config, jobs=1)
+    return sorted(result.findings, key=lambda f: f.sort_key()), result.all_errors
+
+
+OBJECTS = """
+    import torch
+    import torch.nn as nn
+
+    class Dist:
+        def __init__(self, t):
+            self.t = t
+
+        def log_prob(self, x):
+            return x.tolist()
+
+    class Flow(nn.Module):
+        def forward(self, c) -> Dist:
+            return Dist(c)
+
+    class Encoder:
+        def encode(self, x):
+            print("encoding")
+            return x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = Encoder()
+
+        def forward(self, x):
+            return self.encoder.encode(x)
+
+        def generate(self, x):
+            return x.item()
+
+    class Step:
+        def __call__(self, x):
+            return x.tolist()
+"""
+
+
+def test_calls_on_objects_reach_their_methods(tmp_path):
+    write(tmp_path, "lib.py", OBJECTS)
+    user = write(tmp_path, "user.py", """
+        import torch
+        from lib import Flow
+
+        flow = Flow().eval()
+
+        @torch.compile
+        def nll(x, c):
+            return flow(c).log_prob(x)
+    """)
+    findings, errors = check([user, tmp_path / "lib.py"])
+    assert not errors
+    where = {(f.path.rsplit("/", 1)[-1], f.code, f.function) for f in findings}
+    assert ("lib.py", "TCL205", "Dist.log_prob") in where  # flow(c) -> Flow.forward -> Dist
+    assert ("lib.py", "TCL101", "Encoder.encode") in where  # self.encoder.encode(x) in Net.forward
+
+
+def test_compile_calls_on_objects_are_entries(tmp_path):
+    lib = write(tmp_path, "lib.py", OBJECTS)
+    user = write(tmp_path, "user.py", """
+        import torch
+        from lib import Net, Step
+
+        model = Net()
+        fast = torch.compile(model.generate)
+        step = torch.compile(Step())
+
+        def train(batches):
+            def inner(x):
+                return x.tolist()
+            inner = torch.compile(inner)
+            for x in batches:
+                inner(x)
+    """)
+    findings, errors = check([user, lib])
+    assert not errors
+    codes = {(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in findings}
+    assert ("lib.py", 30, "TCL203") in codes  # Net.generate: x.item()
+    assert ("lib.py", 34, "TCL205") in codes  # Step.__call__, compiled as an instance
+    assert ("user.py", 11, "TCL205") in codes  # the nested def compiled in train()
+
+
+def test_compile_of_unresolvable_object_reports_nothing(tmp_path):
+    user = write(tmp_path, "user.py", """
+        import torch
+        model = make_model()
+        fast = torch.compile(model.generate)
+    """)
+    findings, errors = check([user])
+    assert findings == [] and errors == []
+
+
+def test_declared_entries_from_config_and_command_line(tmp_path, capsys):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/steps.py", """
+        import torch
+
+        def train_step(x):
+            return x.item()
+
+        def make():
+            def step(x):
+                if x.sum() > 0:
+                    return x
+                return -x
+            return step
+
+        class Runner:
+            def run(self, x):
+                return x.tolist()
+    """)
+    write(tmp_path, "pyproject.toml", """
+        [tool.tcl]
+        entries = ["pkg.steps:train_step"]
+    """)
+    user = write(tmp_path, "train.py", "import torch\n")
+    monkey_cwd = pytest.MonkeyPatch()
+    monkey_cwd.chdir(tmp_path)
+    try:
+        status = main(["check", "train.py", "--no-cache", "--entry", "pkg.steps:make.<locals>.step",
+                       "--entry", "pkg.steps:Runner.run", "--torch-version", "2.13"])
+    finally:
+        monkey_cwd.undo()
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "pkg/steps.py:5:12: TCL203" in out  # from [tool.tcl] entries
+    assert "pkg/steps.py:9:12: TCL201" in out  # the nested def
+    assert "pkg/steps.py:16:16: TCL205" in out  # Runner.run
+    assert user.exists()
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("pkg.steps:Nope", "entry pkg.steps:Nope: pkg/steps.py defines no Nope"),
+    ("pkg.steps:Runner.nope", "class Runner has no method nope"),
+    ("pkg.steps:make.<locals>.zz", "make defines no nested zz"),
+    ("nowhere.mod:f", "entry nowhere.mod:f: no module nowhere.mod among the checked files"),
+])
+def test_an_entry_that_names_nothing_is_one_line_and_the_run_goes_on(tmp_path, capsys, spec, message):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/steps.py", """
+        import torch
+
+        def make():
+            def step(x):
+                return x.item()
+            return step
+
+        class Runner:
+            def run(self, x):
+                return x.tolist()
+    """)
+    monkey = pytest.MonkeyPatch()
+    monkey.chdir(tmp_path)
+    try:
+        status = main(["check", "pkg", "--no-cache", "--no-config", "--entry", spec,
+                       "--entry", "pkg.steps:Runner.run", "--torch-version", "2.13"])
+    finally:
+        monkey.undo()
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if "entry" in line]
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in captured.err
+    assert "pkg/steps.py:11:16: TCL205" in captured.out  # the good entry still ran
+    assert status == 2
+
+
+def test_malformed_entry_is_a_config_error():
+    with pytest.raises(EntryError, match="expected module.path:Name"):
+        parse("pkg.steps.train_step", "--entry")
+    assert parse("a.b:C.m", "--entry").text == "a.b:C.m"
+
+
+def test_recorded_entries_are_read_and_stale_ones_reported(tmp_path, capsys):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/model.py", """
+        import torch
+
+        class Base:
+            def sample(self, x):
+                return x.item()
+
+        class Model(Base):
+            pass
+    """)
+    write(tmp_path, "pyproject.toml", "[tool.tcl]\n")
+    (tmp_path / ".tcl").mkdir()
+    (tmp_path / ".tcl" / "recorded_entries.json").write_text(json.dumps({
+        "format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
+        "entries": [
+            {"entry": "pkg.model:Model.sample", "file": str(tmp_path / "pkg" / "model.py"), "line": 8,
+             "what": "method", "count": 1, "tests": []},
+            {"entry": "pkg.model:Gone.run", "file": None, "line": None, "what": "method", "count": 1, "tests": []},
+        ],
+        "problems": [],
+    }))
+    monkey = pytest.MonkeyPatch()
+    monkey.chdir(tmp_path)
+    try:
+        status = main(["check", "pkg", "--no-cache", "--torch-version", "2.13"])
+    finally:
+        monkey.undo()
+    captured = capsys.readouterr()
+    assert "pkg/model.py:6:16: TCL203" in captured.out  # Model.sample, inherited from Base
+    assert "entry pkg.model:Gone.run" in captured.err and "defines no Gone" in captured.err
+    assert status == 2
+
+
+def test_unreadable_recording_is_one_line(tmp_path):
+    bad = tmp_path / "rec.json"
+    bad.write_text("{not json")
+    user = write(tmp_path, "user.py", "import torch\n")
+    findings, errors = check([user], recorded_entries=str(bad))
+    assert len(errors) == 1 and "cannot read recorded entries" in str(errors[0])
+
+
+@pytest.fixture
+def site_packages(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    write(site, "fakelib/__init__.py", "from .models import Model, Sampler\n")
+    write(site, "fakelib/base.py", """
+        import torch.nn as nn
+
+        class Base(nn.Module):
+            pass
+    """)
+    write(site, "fakelib/models.py", """
+        import torch
+        from .base import Base
+
+        class Model(Base):
+            def forward(self, x):
+                return self.helper(x)
+
+            def helper(self, x):
+                if x.sum() > 0:
+                    return x
+                return -x
+
+        class Sampler:
+            def sample(self, x):
+                return x.tolist()
+    """)
+    write(site, "brokenlib/__init__.py", "def f(:\n")
+    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
+    return site
+
+
+def test_follow_imports_reports_library_breaks_at_the_users_line(tmp_path, site_packages):
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib
+
+        model = fakelib.Model()
+        compiled = torch.compile(model)
+
+        sampler = fakelib.Sampler()
+
+        @torch.compile
+        def draw(x):
+            return sampler.sample(x) + [1]
+    """)
+    findings, errors = check([user], follow_imports=True)
+    assert not errors
+    by_code = {f.code: f for f in findings}
+    branch = by_code["TCL201"]
+    assert branch.path == str(user) and branch.line == 6  # the torch.compile(model) line
+    assert branch.library == "fakelib/models.py:10:12"
+    assert branch.library_path.endswith("fakelib/models.py")
+    listed = by_code["TCL205"]
+    assert (listed.path, listed.line) == (str(user), 12)  # the call in draw()
+    assert listed.library == "fakelib/models.py:16:16"
+    assert "in Sampler.sample at fakelib/models.py:16:16, reached from draw" in listed.context
+
+
+def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packages):
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib
+
+        compiled = torch.compile(fakelib.Model())
+    """)
+    findings, errors = check([user])
+    assert findings == [] and errors == []
+
+
+def test_user_subclass_of_installed_module_is_a_module(tmp_path, site_packages):
+    user = write(tmp_path / "proj", "model.py", """
+        import torch
+        from fakelib.base import Base
+
+        class Mine(Base):
+            def forward(self, x):
+                return x.item()
+    """)
+    assert check([user])[0] == []  # Base unknown: not analysed
+    findings, _ = check([user], follow_imports=True)
+    assert [f.code for f in findings] == ["TCL203"]
+
+
+def test_installed_entries_and_broken_installed_packages(tmp_path, site_packages, capsys):
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import brokenlib
+
+        compiled = torch.compile(brokenlib.f)
+    """)
+    findings, errors = check([user], follow_imports=True,
+                             entries=[parse("fakelib.models:Sampler.sample", "--entry")])
+    assert [(f.code, f.library.split(":")[0]) for f in findings] == [("TCL205", "fakelib/models.py")]
+    assert errors == []
+    _, errors = check([user], follow_imports=False, entries=[parse("fakelib.models:Sampler.sample", "--entry")])
+    assert len(errors) == 1 and "no module fakelib.models among the checked files" in str(errors[0])
+
+
+def test_closure_over_a_factory_parameter(tmp_path):
+    lib = write(tmp_path, "lib.py", OBJECTS)
+    user = write(tmp_path, "user.py", """
+        import torch
+        from lib import Flow
+
+        def _nll(flow):
+            def nll(x, c):
+                return flow(c).log_prob(x)
+            return nll
+
+        def build():
+            flow = Flow()
+            return _nll(flow)
+    """)
+    findings, errors = check([user, lib], entries=[parse("user:_nll.<locals>.nll", "--entry")])
+    assert not errors
+    assert ("TCL205", "Dist.log_prob") in [(f.code, f.function) for f in findings]
+    without, _ = check([user, lib])
+    assert ("TCL205", "Dist.log_prob") not in [(f.code, f.function) for f in without]
