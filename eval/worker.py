@@ -96,6 +96,7 @@ def main(name: str, out_path: str) -> int:
         _write(out_path, result)
         return 0
     build_s = time.time() - started
+    result.update(_entry(model))
     torch.manual_seed(0)
     eager_first = os.environ.get("TCL_EVAL_EAGER_FIRST") == "1"
     # A fresh copy per run: the compiled call is the model's first call, as in real use (the
@@ -118,6 +119,19 @@ def main(name: str, out_path: str) -> int:
     result["seconds"] = round(time.time() - started, 2)
     _write(out_path, result)
     return 0
+
+
+def _entry(model) -> dict:
+    """What the evaluation compiles, as `tcl check` names an entry (tcl.entry_recording.entry_of;
+    the copy _three_shapes compiles has the same class): {"entry": "module:Qual.name"}, or
+    {"entry_problem": why} when it cannot be named."""
+    try:
+        from tcl.entry_recording import entry_of
+
+        entry = entry_of(model)
+    except Exception as exc:  # naming the model never costs its results
+        return {"entry_problem": f"{type(exc).__name__}: {exc}"}
+    return {"entry_problem": entry} if isinstance(entry, str) else {"entry": entry[0]}
 
 
 def _three_shapes(builder, model, args, kwargs) -> dict:

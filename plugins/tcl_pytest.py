@@ -52,6 +52,16 @@ the class. How:
 The recording is a zip file: `index.json` (what was recorded: class, file, test, arguments) and
 one `torch.save` file per class. Loading those executes pickled code: replay only recordings you
 made.
+
+`--tcl-record` also records the compiled entries: every callable the tests hand to
+`torch.compile` (directly or as `@torch.compile` / `@torch.compile(...)`), named as an entry spec
+`module:Qual.name` by tcl.entry_recording, with a count and up to 5 ids of the tests that compiled
+it, in `recorded_entries.json` beside the recording (`.tcl/recorded_entries.json` by default),
+for `tcl check` to start its analysis from. `torch.compile` is replaced by a recording wrapper
+from session start to session end (code that bound it earlier, `from torch import compile` in a
+conftest, is not seen); entries from installed packages are recorded too. Callables that cannot
+be named (defined inside a function, lambdas, built-ins) are listed as problems. Under
+pytest-xdist each worker writes a part and the controller merges them (counts added).
 """
 
 from __future__ import annotations
@@ -63,6 +73,7 @@ import sys
 from tcl.recording import NOT_PROJECT_DIRS, Recorder, merge_parts, one_line, project_file, under
 
 DEFAULT_RECORDING = os.path.join(".tcl", "recorded_inputs.zip")
+ENTRIES_FILE = "recorded_entries.json"  # beside the recording: what went through torch.compile
 # Directory names that never hold the project's own code, whatever their place under the rootdir.
 _TEST_DIRS = {"tests", "test"}
 _OPTIMIZED_MODULE_WARNING = (
@@ -91,7 +102,8 @@ def pytest_addoption(parser) -> None:
         "--tcl-record", nargs="?", const=DEFAULT_RECORDING, default=None, metavar="PATH",
         help="record the first call of each of the project's nn.Module classes for "
         f"`tcl verify --replay` (default PATH: {DEFAULT_RECORDING} under the rootdir; write "
-        "--tcl-record=PATH). Needs torch.",
+        f"--tcl-record=PATH), and every callable given to torch.compile in {ENTRIES_FILE} beside "
+        "it. Needs torch.",
     )
     parser.addini("tcl_paths", type="paths", default=[],
                   help="what `pytest --tcl` checks, relative to the ini file (default: the packages "
@@ -345,6 +357,10 @@ class _RecordSession:
         self.written: dict | None = None  # the index written at session end
         self.failure: str | None = None
         self.started = 0.0
+        self.entries_path = os.path.join(os.path.dirname(self.path), ENTRIES_FILE)
+        self.entries = None  # tcl.entry_recording.CompileRecorder, in the processes that run tests
+        self.entries_written: dict | None = None
+        self.entries_failure: str | None = None
 
     def _part(self, worker: str) -> str:
         return f"{self.path}.{worker}.part"
@@ -365,29 +381,55 @@ class _RecordSession:
         except Exception as exc:  # noqa: BLE001 -- no torch, an unwritable path: say so, run the tests
             self.recorder = None
             self.failure = one_line(f"{type(exc).__name__}: {exc}")
+        try:
+            from tcl.entry_recording import CompileRecorder
+
+            entries = f"{self.entries_path}.{self.worker}.part" if self.worker else self.entries_path
+            self.entries = CompileRecorder(entries, [rootdir, *roots]).start()
+        except Exception as exc:  # noqa: BLE001
+            self.entries = None
+            self.entries_failure = one_line(f"{type(exc).__name__}: {exc}")
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
-        if self.recorder is not None:
-            self.recorder.current_test = nodeid
+        for recorder in (self.recorder, self.entries):
+            if recorder is not None:
+                recorder.current_test = nodeid
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
-        if self.recorder is not None:
-            self.recorder.current_test = None
+        for recorder in (self.recorder, self.entries):
+            if recorder is not None:
+                recorder.current_test = None
 
     def pytest_sessionfinish(self, session) -> None:
+        controller = _is_xdist_controller(self.config)
         try:
             if self.recorder is not None:
                 self.written = self.recorder.finish()
-            elif _is_xdist_controller(self.config):
+            elif controller:
                 self.written = merge_parts(self.path, _glob_parts(self.path, self.started),
                                             os.path.realpath(str(self.config.rootpath)))
         except Exception as exc:  # noqa: BLE001
             self.failure = one_line(f"{type(exc).__name__}: {exc}")
+        try:
+            if self.entries is not None:
+                self.entries_written = self.entries.finish()
+            elif controller:
+                parts = _glob_parts(self.entries_path, self.started)
+                if parts:
+                    from tcl.entry_recording import merge_entry_files
+
+                    self.entries_written = merge_entry_files(parts, self.entries_path)
+                    for part in parts:
+                        os.remove(part)
+        except Exception as exc:  # noqa: BLE001
+            self.entries_failure = one_line(f"{type(exc).__name__}: {exc}")
 
     def pytest_unconfigure(self, config) -> None:
         # A session that ended before sessionfinish (an internal error) still unhooks torch.
         if self.recorder is not None:
             self.recorder.unhook()
+        if self.entries is not None:
+            self.entries.stop()
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.worker:
@@ -396,6 +438,18 @@ class _RecordSession:
         tr.write_sep("=", "tcl record")
         if self.failure:
             tr.write_line(f"tcl: recording failed: {self.failure}", red=True)
+        self._summarize_inputs(tr)
+        if self.entries_failure:
+            tr.write_line(f"tcl: recording the compiled entries failed: {self.entries_failure}", red=True)
+        entries = self.entries_written
+        if entries is not None:
+            count = len(entries["entries"])
+            noun = "entry" if count == 1 else "entries"
+            tr.write_line(f"tcl: recorded {count} compiled {noun} to {_display_path(self.entries_path)}")
+            for problem in entries["problems"]:
+                tr.write_line(f"tcl: could not record a compiled entry: {problem['why']}", yellow=True)
+
+    def _summarize_inputs(self, tr) -> None:
         index = self.written
         if index is None:
             return

@@ -235,6 +235,11 @@ def test_record_then_replay_confirms_the_findings(hazards):
     assert [p["class"] for p in index["problems"]] == ["test_models.test_local_class.<locals>.Local"]
     assert "tcl: recorded the first call of 3 nn.Module classes in .tcl/recorded_inputs.zip" in out
     assert "replay: tcl verify --replay .tcl/recorded_inputs.zip tinynet" in out
+    # The compiled entries go beside the recording (tests/test_entry_recording.py has the details).
+    assert "tcl: recorded 1 compiled entry to .tcl/recorded_entries.json" in out
+    entries = json.loads((hazards / ".tcl" / "recorded_entries.json").read_text())
+    assert [(e["entry"], e["tests"]) for e in entries["entries"]] == [
+        ("tinynet.models:Counter", ["tests/test_models.py::test_compiled_counter"])]
 
     # The instance is saved as it was before its first call: forward's `self.calls += 1` is not in it.
     counter = records["tinynet.models.Counter"]
