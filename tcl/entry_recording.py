@@ -176,23 +176,28 @@ def _same_function(value, function) -> bool:
 def _function(function) -> _Named | str:
     module = getattr(function, "__module__", None)
     qualname = getattr(function, "__qualname__", None)
-    problem = _unnamable(module, qualname)
+    problem = _unnamable(module, qualname, nested_ok=True)
     if problem:
         return problem
     file, line = _source_of(_unwrapped(function))
     return _Named(f"{module}:{qualname}", file, line, "function")
 
 
-def _unnamable(module, qualname) -> str | None:
+def _unnamable(module, qualname, nested_ok: bool = False) -> str | None:
+    """Why `module:qualname` cannot be an entry, or None. `nested_ok`: a def nested in a
+    function (`make.<locals>.step`) is named as such; tcl resolves it in its enclosing def.
+    A class defined in a function is not: its methods cannot be named statically."""
     if not isinstance(qualname, str) or not qualname:
         return f"`{module}:?` has no qualified name"
     if not isinstance(module, str) or not module:
         return f"`{qualname}` has no module"
     if qualname.rsplit(".", 1)[-1] == "<lambda>":
         return f"`{qualname}` is a lambda, which has no name to start from: declare its caller with --entry"
-    if "<locals>" in qualname:
+    parts = qualname.split(".")
+    if "<locals>" in parts and not (nested_ok and parts[0].isidentifier() and parts[-1].isidentifier()
+                                    and all(p.isidentifier() or p == "<locals>" for p in parts)):
         return f"`{qualname}` is defined inside a function: declare its caller with --entry"
-    if "<" in qualname or not all(part.isidentifier() for part in qualname.split(".")):
+    if any(p != "<locals>" and not p.isidentifier() for p in parts):
         return f"`{qualname}` is not an importable name: declare its caller with --entry"
     return None
 
