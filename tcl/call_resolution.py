@@ -14,6 +14,8 @@ this class; it provides `index`, `project`, `resolved`, `tables`, `overrides` an
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from .instances import InstanceResolver
@@ -223,11 +225,13 @@ class CallResolver(InstanceResolver):
         owner = caller.owner
         if isinstance(receiver, cst.Name):
             if receiver.value == "self" and owner is not None:
-                method = self.method_of(owner, attr)
+                lookup = caller.receiver or owner
+                method = self.method_of(lookup, attr)
                 if method is not None:
                     # `self.prop(...)` calls what the getter returns, not the getter.
-                    return None if method.is_property else method
-                return self._submodule_forward(owner, attr)
+                    return None if method.is_property else self.bind(method, caller.receiver)
+                return ((self._submodule_forward(caller.receiver, attr) if caller.receiver is not None else None)
+                        or self._submodule_forward(owner, attr))
             cls = index.classes.get(receiver.value)
             if cls is not None:
                 return self.method_of(cls, attr)
@@ -244,7 +248,7 @@ class CallResolver(InstanceResolver):
             for base in owner.bases:
                 method = self.method_of(self.class_named(base, owner.index), attr)
                 if method is not None:
-                    return method
+                    return self.bind(method, caller.receiver)
             return None
         return self._function(index.qualify(func)) or self.instance_call_target(call, caller, index)
 
@@ -262,6 +266,17 @@ class CallResolver(InstanceResolver):
         if isinstance(found, FunctionInfo):
             return found
         return None
+
+    def bind(self, method: FunctionInfo | None, receiver: ClassInfo | None) -> FunctionInfo | None:
+        """`method` as run on an instance of `receiver` (a subclass of its owner): one copy per
+        (method, receiver), so the walk looks `self.*` up in the receiver first."""
+        if method is None or receiver is None or method.owner is None or method.owner is receiver:
+            return method
+        copies = self.__dict__.setdefault("_bound_methods", {})
+        key = (id(method.node), id(receiver))
+        if key not in copies:
+            copies[key] = dataclasses.replace(method, receiver=receiver)
+        return copies[key]
 
     def _submodule_forward(self, owner: ClassInfo, attr: str) -> FunctionInfo | None:
         value = owner.attributes.get(attr)

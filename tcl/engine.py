@@ -19,6 +19,7 @@ from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .incremental_parse import parse_incrementally
 from .instances import nested_function
+from .library_remedies import remedy
 from .guards import boolean_operators, refusal
 from .limits import interruption
 from .module_index import FunctionInfo, ModuleIndex, build_index, mark_module_classes
@@ -93,6 +94,8 @@ class Analyzer:
         except entries_module.EntryError:
             self.entry_specs = list(self.config.entries)
         self._entries_by_file: dict[str, list] = {}
+        self.installed_errors: list[FileError] = []  # installed files that do not parse, once each
+        self._installed_reported: set[str] = set()
         # Installed files a declared entry lives in: analysed from that entry only, read-only.
         self.entry_only_files: set[str] = set()
         for rule in self.rules:
@@ -122,6 +125,9 @@ class Analyzer:
             report.findings = self._to_findings(candidates, index, nodes.pairs if nodes is not None else None,
                                                 analysis)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
+            if self.installed_errors:
+                report.errors.extend(self.installed_errors)
+                self.installed_errors = []
         except RecursionError:
             report.findings = []
             report.errors.append(FileError(path, 0, "internal error: expression nesting too deep to analyse"))
@@ -190,7 +196,8 @@ class Analyzer:
                 for spec in self.entry_specs:
                     found = None if named(spec.module) else self.installed.find(spec.module)
                     if found and os.path.realpath(found) == real:
-                        self._entries_by_file[real].append(spec)
+                        if spec not in self._entries_by_file[real]:
+                            self._entries_by_file[real].append(spec)
                         self.entry_only_files.add(real)
         return self._entries_by_file[real]
 
@@ -212,8 +219,13 @@ class Analyzer:
             source = read_source(path)
         except SourceError:
             return None  # reported when that file itself is checked
-        module, _, tree = parse_source(path, source)  # the same crash guards as the file's own check
+        module, problem, tree = parse_source(path, source)  # the same crash guards as the file's own check
         if module is None:
+            if self.installed is not None and name not in self.project.paths and path not in self._installed_reported:
+                # A broken installed package: said once, and calls into it are not followed.
+                self._installed_reported.add(path)
+                self.installed_errors.append(FileError(problem.path, problem.line,
+                                                       f"{problem.message} (installed package: calls into it are not followed)"))
             return None
         index = self._index(module, package_of(path), source, path, tree)
         index.name = name
@@ -254,6 +266,9 @@ class Analyzer:
         """A finding in an installed package, moved to the user's call that reaches it (the
         library's own location kept in `library`); None when the user silenced that line."""
         library = f"{self.installed.short(finding.path)}:{finding.line}:{finding.col}"
+        # The rule's rewrite is for code the user owns; this is a library's.
+        finding = dataclasses.replace(finding, fix=remedy(finding.code, self.installed.version_of(finding.path),
+                                                          candidate.rule.category))
         anchor = analysis.anchor_of(candidate.function)
         if anchor is None:  # an installed function named as an entry itself: no user line
             return dataclasses.replace(finding, library=library, library_path=finding.path,
@@ -657,7 +672,9 @@ class FileAnalysis(CallResolver):
             if isinstance(target.value, cst.Name) and (target.value.value == "self" or target.value.value in index.classes):
                 return None  # compile_targets holds these
             cls = self.instance_class(target.value, function, index)
-            method = self.method_of(cls, target.attr.value) if cls is not None else None
+            method = self.bind(self.method_of(cls, target.attr.value), cls) if cls is not None else None
+            if method is None and cls is None:  # `torch.compile(somelib.step)`
+                return self._function(index.qualify(target))
             return method if method is not None and not method.is_property else None
         if isinstance(target, cst.Name):
             if target.value in index.functions:
@@ -779,7 +796,8 @@ class FileAnalysis(CallResolver):
     def _settled_key(self, function: FunctionInfo):
         key = id(function)
         return (
-            id(function.node), frozenset(self.param_kinds[key].items()), self.crossed.get(key, frozenset()),
+            id(function.node), id(function.receiver), frozenset(self.param_kinds[key].items()),
+            self.crossed.get(key, frozenset()),
             frozenset(self.tuples.get(key, {}).items()),
         )
 

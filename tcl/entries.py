@@ -120,7 +120,7 @@ def functions_named(resolver, index, qualname: str):
         if not rest:
             method = resolver.call_method_of(cls)
             return [method] if method is not None else f"class {head} has no forward or __call__ tcl can read"
-        current = resolver.method_of(cls, rest[0])
+        current = resolver.bind(resolver.method_of(cls, rest[0]), cls)
         if current is None:
             return f"class {head} has no method {rest[0]}"
         rest = rest[1:]

@@ -38,7 +38,7 @@ class InstanceResolver:
         if depth > MAX_DEPTH:
             return None
         if isinstance(expr, cst.Name):
-            bound = self._binding(expr.value, function, index)
+            bound = self._binding(expr.value, function, index, depth)
             if bound is None:
                 return None
             value, where, scope_index = bound
@@ -133,7 +133,7 @@ class InstanceResolver:
             if cls is None:
                 return None
             method = self.method_of(cls, func.attr.value)
-            return None if method is None or method.is_property else method
+            return None if method is None or method.is_property else self.bind(method, cls)
         if isinstance(func, (cst.Name, cst.Call)):
             cls = self.instance_class(func, function, index, depth)
             return self.call_method_of(cls) if cls is not None else None
@@ -144,11 +144,11 @@ class InstanceResolver:
         read) defines, else an nn.Module's forward."""
         method = self.method_of(cls, "__call__")
         if method is not None:
-            return method
-        return self.method_of(cls, "forward") if cls.is_module else None
+            return self.bind(method, cls)
+        return self.bind(self.method_of(cls, "forward"), cls) if cls.is_module else None
 
     # -- scopes --------------------------------------------------------------------------------
-    def _binding(self, name: str, function: FunctionInfo | None, index: ModuleIndex):
+    def _binding(self, name: str, function: FunctionInfo | None, index: ModuleIndex, depth: int = 0):
         """(value, function whose scope it is evaluated in, index) of the innermost binding
         of `name`: an assignment or annotation in `function`, the functions enclosing it, or
         the module's top level. A ClassInfo stands for an annotation naming a class."""
@@ -161,19 +161,30 @@ class InstanceResolver:
                     cls = self._class_of_name(value, scope.index)
                     return (cls, scope, scope.index) if cls is not None else None
                 if kind == "param":
-                    return self._argument_binding(scope, name)
+                    return self._argument_binding(scope, name, depth)
                 return value, scope, scope.index
             scope = scope.enclosing
         value = _module_binding(index, name)
         return (value, None, index) if value is not None else None
 
 
-    def _argument_binding(self, function: FunctionInfo, name: str):
+    def _argument_binding(self, function: FunctionInfo, name: str, depth: int):
         """A parameter of a module-level function, bound to what the file's own calls of it
         pass (`_nll(flow)` after `flow = NSF(...)`): the first argument there that is an
         instance of a class the analysis can read."""
         if function.owner is not None or function.enclosing is not None or function.index is None:
             return None
+        busy = self.__dict__.setdefault("_arguments_in_progress", set())
+        key = (id(function.node), name)
+        if key in busy or depth > MAX_DEPTH:  # `walk(v, n - 1)` inside walk: no new evidence
+            return None
+        busy.add(key)
+        try:
+            return self._first_argument(function, name, depth)
+        finally:
+            busy.discard(key)
+
+    def _first_argument(self, function: FunctionInfo, name: str, depth: int):
         index = function.index
         params = [p.name.value for p in [*function.node.params.posonly_params, *function.node.params.params]]
         position = params.index(name) if name in params else None
@@ -185,7 +196,7 @@ class InstanceResolver:
                 if (arg.keyword is not None and arg.keyword.value == name) or (arg.keyword is None and i == position):
                     argument = arg.value
                     break
-            if argument is not None and self.instance_class(argument, caller, index, MAX_DEPTH - 2) is not None:
+            if argument is not None and self.instance_class(argument, caller, index, depth + 1) is not None:
                 return argument, caller, index
         return None
 

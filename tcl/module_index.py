@@ -28,6 +28,10 @@ class FunctionInfo:
     index: "ModuleIndex | None" = None  # the module it lives in
     # For a nested def (`make.<locals>.step`): the function whose scope its free names read.
     enclosing: "FunctionInfo | None" = None
+    # For a method inherited by the class of the compiled object (`TripletMarginLoss` running
+    # `BaseMetricLossFunction.forward`): that class, where `self.m()` and `self.x` are looked up
+    # first, as Python does. None: the owner itself.
+    receiver: "ClassInfo | None" = None
 
     @property
     def qualname(self) -> str:

@@ -51,7 +51,7 @@ class CallSiteReturns:
         kinds = helper_param_kinds(function, [site])
         if kinds == self.joined_param_kinds(function):
             return base
-        key = (id(function.node), frozenset(kinds.items()))
+        key = (id(function.node), id(function.receiver), frozenset(kinds.items()))
         kind = self.memo.get(key)
         if kind is not None:
             return kind

@@ -1,0 +1,37 @@
+"""What a user can do about a graph break inside an installed package they do not own.
+
+A finding that --follow-imports reports from a library (tcl/installed.py) cannot be fixed by
+the rewrite its rule proposes: that code is someone else's. What the user controls is the
+compile call and the code around the call that reaches it. So such findings carry a remedy
+on the user's side instead: a Dynamo setting that keeps this kind of operation in the graph
+(only where the setting exists for that break: `capture_scalar_outputs` for scalar reads,
+`capture_dynamic_output_shape_ops` for data-dependent shapes, `reorderable_logging_functions`
+for print, `allow_rnn` for RNN modules), then the two ways around any break — keep the call
+out of the graph with `torch.compiler.disable`, or compile a smaller region — and the
+package's version, to check a newer release.
+"""
+
+from __future__ import annotations
+
+# rule code -> the setting that removes that break when the user owns the torch.compile call
+SETTINGS = {
+    "TCL203": "set torch._dynamo.config.capture_scalar_outputs = True before compiling (the scalar stays in the graph)",
+    "TCL204": "set torch._dynamo.config.capture_scalar_outputs = True before compiling (the scalar stays in the graph)",
+    "TCL206": "set torch._dynamo.config.capture_scalar_outputs = True before compiling (sizes read from tensors stay symbolic)",
+    "TCL301": ("set torch._dynamo.config.capture_dynamic_output_shape_ops = True before compiling "
+               "(nonzero / masked_select shapes stay in the graph)"),
+    "TCL101": "add print to torch._dynamo.config.reorderable_logging_functions (it then runs after the graph)",
+    "TCL408": "set torch._dynamo.config.allow_rnn = True before compiling (Dynamo then traces nn.RNN/LSTM/GRU)",
+}
+
+
+def remedy(code: str, package: str, category: str = "graph-break") -> str:
+    """The fix text of a finding in `package` (`zuko==1.6.0`) under rule `code`."""
+    if category != "graph-break":
+        return (f"in {package}, which you do not edit: mark the varying dimension dynamic at your compile call "
+                f"(torch._dynamo.mark_dynamic(x, dim)), or compile with dynamic=True")
+    ways = [SETTINGS[code]] if code in SETTINGS else []
+    ways.append("keep the call at this line out of the graph (call it from a function decorated "
+                "@torch.compiler.disable) or compile a smaller region")
+    ways.append(f"or see whether a newer release than {package} avoids it")
+    return f"in {package}, which you do not edit: " + "; ".join(ways)

@@ -1,0 +1,82 @@
+"""Each setting tcl/library_remedies.py offers for a break in code the user does not own is
+proven on the installed compiler: the break happens without it and is gone with it."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tcl.library_remedies import SETTINGS, remedy  # noqa: E402
+
+
+def _item(x):
+    return x * x.sum().item()
+
+
+def _float(x):
+    return x * float(x.sum())
+
+
+def _size(x):
+    return torch.arange(int(x.sum().item())) + 1
+
+
+def _nonzero(x):
+    return torch.nonzero(x).float().sum()
+
+
+def _print(x):
+    print("step")
+    return x + 1
+
+
+class _Lstm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(4, 4)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+CASES = {
+    "TCL203": (_item, lambda: torch.ones(3), {"capture_scalar_outputs": True}),
+    "TCL204": (_float, lambda: torch.ones(3), {"capture_scalar_outputs": True}),
+    "TCL206": (_size, lambda: torch.ones(3), {"capture_scalar_outputs": True}),
+    "TCL301": (_nonzero, lambda: torch.tensor([0.0, 1.0, 2.0]), {"capture_dynamic_output_shape_ops": True}),
+    "TCL101": (_print, lambda: torch.ones(3), {"reorderable_logging_functions": {print}}),
+    "TCL408": (_Lstm(), lambda: torch.ones(2, 1, 4), {"allow_rnn": True}),
+}
+
+
+def _breaks(fn, x, settings) -> int:
+    """Default-mode graph breaks of `fn(x)` on the installed torch (tcl.oracle, as the rule
+    examples are checked), under the given Dynamo settings."""
+    from tcl import oracle
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(**settings):
+        result = oracle.probe(fn, (x,), user_files={__file__}, modes=("default",))
+    assert result.exception is None
+    return len(result.breaks)
+
+
+def test_every_setting_has_a_case():
+    assert set(CASES) == set(SETTINGS)
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_the_setting_removes_the_break(code, capsys):
+    fn, make, settings = CASES[code]
+    assert _breaks(fn, make(), {}) >= 1
+    assert _breaks(fn, make(), settings) == 0
+    for key in settings:
+        assert key in SETTINGS[code]
+
+
+def test_remedy_names_the_package_and_the_ways_around():
+    text = remedy("TCL201", "zuko==1.6.0")
+    assert text.startswith("in zuko==1.6.0, which you do not edit: ")
+    assert "torch.compiler.disable" in text and "capture_scalar_outputs" not in text
+    assert "capture_scalar_outputs" in remedy("TCL203", "zuko==1.6.0")
