@@ -191,7 +191,7 @@ def _resumable(expr):
 # tcl
 
 
-def run_tcl(files, assume=None, user_side=None):
+def run_tcl(files, assume=None, user_side=None, roots=()):
     """tcl over `files`. `user_side` (a list of tcl.entries.EntrySpec): the files are the users'
     code, checked from those entries with --follow-imports; a finding then counts at its
     library location (what the runtime reports), and findings in the user code itself are not
@@ -211,12 +211,19 @@ def run_tcl(files, assume=None, user_side=None):
     if analysed != set(files) and user_side is None:
         print(f"warning: tcl analysed {len(analysed)} of {len(files)} files "
               f"(missing: {sorted(set(files) - analysed)[:5]})", file=sys.stderr)
+    # The models may have run in another environment than this one (the libraries installed
+    # elsewhere): a library finding is placed under the root the models' runs name for its
+    # package, by its path below site-packages.
+    by_package = {os.path.basename(root): root for root in roots}
     findings = defaultdict(list)
     for f in result.findings:
         if user_side is not None:
             if not f.library_path:
                 continue
-            f = dataclasses.replace(f, path=f.library_path, line=f.library_line, end_line=f.library_end_line)
+            relative = f.library.rsplit(":", 2)[0]
+            root = by_package.get(relative.split("/")[0])
+            path = os.path.join(os.path.dirname(root), relative) if root else f.library_path
+            f = dataclasses.replace(f, path=path, line=f.library_line, end_line=f.library_end_line)
         findings[os.path.realpath(f.path)].append(f)
     skipped = {os.path.realpath(r.path) for r in result.reports if r.skipped}
     errors = {os.path.realpath(e.path): e.message for e in result.all_errors}
@@ -357,7 +364,7 @@ def evaluate(results, names, assume="model", user_side=None):
         mode_files = ({p for p in executed_in[mode] if os.path.isfile(p)} if mode else files) | whole
         settings = {"training": mode == "train", "dtype": "float32", "device": "cpu"} if mode else None
         if user_side is not None:
-            found, mode_skipped, mode_errors, seconds = run_tcl(user_side[0], settings, user_side[1])
+            found, mode_skipped, mode_errors, seconds = run_tcl(user_side[0], settings, user_side[1], roots)
         else:
             found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
         skipped |= mode_skipped

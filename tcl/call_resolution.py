@@ -80,6 +80,11 @@ class CallResolver(InstanceResolver):
             if getter is not None:
                 tables.extend((table, getter.index) for table in _returned_tables(getter))
         targets: list[FunctionInfo] = []
+        # `self.layers(x)` with `self.layers = nn.Sequential(A(...), B(...))`: each forward runs
+        for cls in self.container_classes(func, caller, caller.index):
+            method = self.call_method_of(cls)
+            if method is not None and method not in targets:
+                targets.append(method)
         for table, index in tables:
             for function in self._table_entries(table, index):
                 if function not in targets and not function.is_disabled:
@@ -98,13 +103,32 @@ class CallResolver(InstanceResolver):
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == "self" and owner is not None and owner.index is not None):
             return []
-        key = (id(owner), func.attr.value)
+        key = (id(owner), id(caller.receiver), func.attr.value)
         found = self.overrides.get(key)
         if found is not None:
             return found
         self.overrides[key] = []
         name, targets, seen = func.attr.value, [], set()
+        if caller.receiver is not None:
+            # The compiled object's class is known: `self.m()` is its m (resolve_call); only
+            # a submodule attribute assigned different classes may run any of their forwards.
+            if self.method_of(caller.receiver, name) is None:
+                for method_name in self._bound_method_names(caller.receiver, name):
+                    method = self.bind(self.method_of(caller.receiver, method_name), caller.receiver)
+                    if method is not None and method not in targets and not method.is_property:
+                        targets.append(method)
+                for cls in self.attribute_classes(caller.receiver, name) + self.attribute_classes(owner, name):
+                    method = self.call_method_of(cls)
+                    if method is not None and method not in targets:
+                        targets.append(method)
+            self.overrides[key] = targets
+            return targets
         if self.method_of(owner, name) is None:
+            for cls in self.attribute_classes(owner, name):
+                method = self.call_method_of(cls)
+                if method is not None and method not in targets and (
+                        method.index is owner.index or (method.index is not None and method.index.installed)):
+                    targets.append(method)
             # `self.loss_method(...)` after `self.loss_method = self.mat_based_loss if mat else
             # self.pair_based_loss` in __init__: a bound method kept in an attribute
             for method_name in self._bound_method_names(owner, name):
@@ -230,8 +254,12 @@ class CallResolver(InstanceResolver):
                 if method is not None:
                     # `self.prop(...)` calls what the getter returns, not the getter.
                     return None if method.is_property else self.bind(method, caller.receiver)
-                return ((self._submodule_forward(caller.receiver, attr) if caller.receiver is not None else None)
-                        or self._submodule_forward(owner, attr))
+                found = ((self._submodule_forward(caller.receiver, attr) if caller.receiver is not None else None)
+                         or self._submodule_forward(owner, attr))
+                if found is None:  # `self.reducer(x)` with `self.reducer = r if r else self.default()`
+                    cls = self.instance_class(func, caller, index)
+                    found = self.call_method_of(cls) if cls is not None else None
+                return found
             cls = index.classes.get(receiver.value)
             if cls is not None:
                 return self.method_of(cls, attr)
@@ -249,6 +277,9 @@ class CallResolver(InstanceResolver):
                 method = self.method_of(self.class_named(base, owner.index), attr)
                 if method is not None:
                     return self.bind(method, caller.receiver)
+            if attr == "__call__" and owner.is_module:
+                # `super().__call__(...)` reaching torch's Module.__call__ runs forward
+                return self.bind(self.method_of(caller.receiver or owner, "forward"), caller.receiver)
             return None
         return self._function(index.qualify(func)) or self.instance_call_target(call, caller, index)
 

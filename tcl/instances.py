@@ -47,13 +47,102 @@ class InstanceResolver:
             return self.instance_class(value, where, scope_index, depth + 1)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             owner = function.owner if function is not None else None
-            value = _class_attribute(owner, expr.attr.value)
-            if value is not None:
-                return self.instance_class(value, None, owner.index, depth + 1)
+            receiver = function.receiver if function is not None else None
+            for cls in self._mro(receiver or owner):
+                value = _class_attribute(cls, expr.attr.value)
+                if value is not None:
+                    # read in the class's __init__, so `self.default_reducer()` resolves there
+                    init = self.bind(self.method_of(cls, "__init__"), receiver) if cls is not None else None
+                    found = self.instance_class(value, init, cls.index, depth + 1)
+                    if found is not None:
+                        return found
             return None
+        if isinstance(expr, cst.IfExp):  # `a if c else b`: the first branch with a known class
+            return (self.instance_class(expr.body, function, index, depth + 1)
+                    or self.instance_class(expr.orelse, function, index, depth + 1))
         if isinstance(expr, cst.Call):
             return self._call_class(expr, function, index, depth)
+        if isinstance(expr, cst.Subscript):  # `self.layers[i]`, `self.layer[-1]`
+            return self.element_class(expr.value, function, index, depth + 1, _constant_index(expr))
         return None
+
+    def element_class(self, expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex,
+                      depth: int = 0, position: int | None = None) -> ClassInfo | None:
+        """The class of the elements of a container: `nn.ModuleList([Block(...) for _ in ...])`,
+        `nn.Sequential(A(), ...)` (its first element), a list display or comprehension, bound
+        to `self.layers` or a name."""
+        if depth > MAX_DEPTH:
+            return None
+        value = expr
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            owner = function.owner if function is not None else None
+            receiver = function.receiver if function is not None else None
+            value = _class_attribute(receiver, expr.attr.value) or _class_attribute(owner, expr.attr.value)
+            index = (receiver or owner).index if value is not None else index
+            holder = receiver if _class_attribute(receiver, expr.attr.value) is not None else owner
+            if value is not None and not _container_elements(value, index) and holder is not None:
+                appended = _appended(holder, expr.attr.value)
+                init = self.method_of(holder, "__init__")
+                chosen = _pick(appended, position)
+                return self.instance_class(chosen, init, index, depth + 1) if chosen is not None else None
+            function = None
+        elif isinstance(expr, cst.Name):
+            bound = _function_binding(function.node, expr.value) if function is not None else None
+            value = bound[1] if bound is not None and bound[0] == "value" else _module_binding(index, expr.value)
+        elements = _container_elements(value, index)
+        if not elements and isinstance(expr, cst.Attribute) and value is not None:
+            # `self.block = nn.ModuleList()` then `self.block.append(Block(...))` in a loop
+            owner = (function.receiver or function.owner) if function is not None else None
+            elements = _appended(owner, expr.attr.value) if owner is not None else []
+            function = self.bind(self.method_of(owner, "__init__"), None) if owner is not None else None
+        chosen = _pick(elements, position)
+        return self.instance_class(chosen, function, index, depth + 1) if chosen is not None else None
+
+    def attribute_classes(self, owner: ClassInfo | None, attr: str) -> list[ClassInfo]:
+        """Every class the methods of `owner` assign to `self.<attr>` (`self.mlp = Sparse(...)`
+        in one branch, `Dense(...)` in the other): a call on the attribute may run any."""
+        if owner is None or owner.index is None:
+            return []
+        out = []
+        for holder in self._mro(owner):
+            init = self.bind(self.method_of(holder, "__init__"), owner if owner is not holder else None)
+            for value in _assignments(holder, attr):
+                for branch in ([value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]):
+                    cls = self.instance_class(branch, init, holder.index, 2)
+                    if cls is not None and cls not in out:
+                        out.append(cls)
+            if out:
+                break
+        return out
+
+    def _mro(self, cls: ClassInfo | None) -> list[ClassInfo]:
+        """`cls` and the bases the analysis can read, nearest first (breadth-first, bounded)."""
+        out, queue = [], [cls]
+        while queue and len(out) < 16:
+            current = queue.pop(0)
+            if current is None or current in out:
+                continue
+            out.append(current)
+            queue.extend(self.class_named(base, current.index) for base in current.bases if base)
+        return out
+
+    def container_classes(self, expr: cst.BaseExpression, function: FunctionInfo | None,
+                          index: ModuleIndex) -> list[ClassInfo]:
+        """Every element class of `nn.Sequential(A(), B())` bound to `self.x` (calling it runs
+        each element's forward)."""
+        if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+                and function is not None):
+            return []
+        owner = function.receiver or function.owner
+        value = _class_attribute(owner, expr.attr.value) or _class_attribute(function.owner, expr.attr.value)
+        if not (isinstance(value, cst.Call) and (index.qualify(value.func) or "").endswith(".Sequential")):
+            return []
+        out = []
+        for element in _container_elements(value, (owner or function.owner).index):
+            cls = self.instance_class(element, None, (owner or function.owner).index, 1)
+            if cls is not None and cls not in out:
+                out.append(cls)
+        return out
 
     def _call_class(self, call: cst.Call, function, index: ModuleIndex, depth: int) -> ClassInfo | None:
         func = call.func
@@ -134,7 +223,7 @@ class InstanceResolver:
                 return None
             method = self.method_of(cls, func.attr.value)
             return None if method is None or method.is_property else self.bind(method, cls)
-        if isinstance(func, (cst.Name, cst.Call)):
+        if isinstance(func, (cst.Name, cst.Call, cst.Subscript)):
             cls = self.instance_class(func, function, index, depth)
             return self.call_method_of(cls) if cls is not None else None
         return None
@@ -162,6 +251,9 @@ class InstanceResolver:
                     return (cls, scope, scope.index) if cls is not None else None
                 if kind == "param":
                     return self._argument_binding(scope, name, depth)
+                if kind == "element":
+                    cls = self.element_class(value, scope, scope.index, depth + 1)
+                    return (cls, scope, scope.index) if cls is not None else None
                 return value, scope, scope.index
             scope = scope.enclosing
         value = _module_binding(index, name)
@@ -224,6 +316,88 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
     return calls
 
 
+CONTAINERS = ("ModuleList", "Sequential", "list", "tuple")
+
+
+def _assignments(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
+    """Every value the class's own methods assign to `self.<attr>`."""
+    found: list[cst.BaseExpression] = []
+
+    class Assigns(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                t = target.target
+                if (isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name)
+                        and t.value.value == "self"):
+                    found.append(node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            t = node.target
+            if (node.value is not None and isinstance(t, cst.Attribute) and t.attr.value == attr
+                    and isinstance(t.value, cst.Name) and t.value.value == "self"):
+                found.append(node.value)
+
+    for method in owner.methods.values():
+        method.node.body.visit(Assigns())
+    return found
+
+
+def _constant_index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.Integer):
+        return int(value.value)
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and isinstance(value.expression, cst.Integer):
+        return -int(value.expression.value)
+    return None
+
+
+def _pick(elements: list, position: int | None):
+    """The element a constant index names (of a container built in order), else the first."""
+    if not elements:
+        return None
+    if position is not None and -len(elements) <= position < len(elements):
+        return elements[position]
+    return elements[0]
+
+
+def _appended(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
+    """What the class's methods `self.<attr>.append(...)` / `.extend([...])` to a container."""
+    found: list[cst.BaseExpression] = []
+
+    class Appends(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "add_module")
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == attr
+                    and isinstance(func.value.value, cst.Name) and func.value.value.value == "self" and node.args):
+                value = node.args[-1].value
+                found.extend(_container_elements(value, owner.index) if func.attr.value == "extend" else [value])
+
+    for method in owner.methods.values():
+        method.node.body.visit(Appends())
+        if found:
+            break
+    return found
+
+
+def _container_elements(value, index: ModuleIndex) -> list[cst.BaseExpression]:
+    """The element expressions of a container-building expression, or []."""
+    if isinstance(value, cst.Call) and value.args:
+        name = (index.qualify(value.func) or "").rsplit(".", 1)[-1]
+        if name not in CONTAINERS:
+            return []
+        if name == "Sequential" and not isinstance(value.args[0].value, (cst.ListComp, cst.GeneratorExp, cst.List)):
+            return [arg.value for arg in value.args if not arg.star and arg.keyword is None]
+        value = value.args[0].value
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return [value.elt]
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [e.value for e in value.elements if isinstance(e, cst.Element)]
+    return []
+
+
 def _is_classmethod(method: FunctionInfo) -> bool:
     return any(d.rsplit(".", 1)[-1] == "classmethod" for d in method.decorators)
 
@@ -258,6 +432,23 @@ class _Bindings(cst.CSTVisitor):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self.found is None and isinstance(node.target, cst.Name) and node.target.value == self.name:
             self.found = ("value", node.value) if node.value is not None else ("annotation", node.annotation.annotation)
+
+    def visit_For(self, node: cst.For) -> None:
+        # `for layer in self.layers:` / `for i, layer in enumerate(self.layers):`: an element
+        if self.found is not None:
+            return
+        target, iterable = node.target, node.iter
+        if isinstance(target, cst.Name) and target.value == self.name:
+            self.found = ("element", iterable)
+        elif (isinstance(target, cst.Tuple) and isinstance(iterable, cst.Call)
+              and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip")):
+            names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+            if self.name in names:
+                position = names.index(self.name)
+                if iterable.func.value == "enumerate" and position == 1 and iterable.args:
+                    self.found = ("element", iterable.args[0].value)
+                elif iterable.func.value == "zip" and position < len(iterable.args):
+                    self.found = ("element", iterable.args[position].value)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         target = node.asname.name if node.asname is not None else None
