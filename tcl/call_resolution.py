@@ -100,6 +100,9 @@ class CallResolver(InstanceResolver):
         learning's losses: one forward in the base, the loss in each subclass)."""
         func = call.func
         owner = caller.owner
+        others = self._candidate_targets(call, caller)
+        if others is not None:
+            return others
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == "self" and owner is not None and owner.index is not None):
             return []
@@ -158,6 +161,26 @@ class CallResolver(InstanceResolver):
                 targets.append(method)
         self.overrides[key] = targets
         return targets
+
+    def _candidate_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo] | None:
+        """`miner(x)` / `flow.log_prob(x)` on a name a factory parameter fills with different
+        classes at the file's call sites: what each of those classes runs (None: not such a
+        call)."""
+        func = call.func
+        name = func if isinstance(func, cst.Name) else func.value if isinstance(func, cst.Attribute) else None
+        if not isinstance(name, cst.Name) or name.value == "self":
+            return None
+        key = (id(call), id(caller))
+        cache = self.__dict__.setdefault("_candidates", {})
+        if key not in cache:
+            targets = []
+            for cls in self.candidate_classes(name, caller, caller.index):
+                method = (self.call_method_of(cls) if isinstance(func, cst.Name)
+                          else self.bind(self.method_of(cls, func.attr.value), cls))
+                if method is not None and method not in targets and not method.is_property:
+                    targets.append(method)
+            cache[key] = targets
+        return cache[key]
 
     def _bound_method_names(self, owner, attr: str) -> list[str]:
         """Method names `self.<attr>` is assigned from (`self.m`, `self.a if c else self.b`),
@@ -241,7 +264,7 @@ class CallResolver(InstanceResolver):
             if local is not None:
                 return local
             return (self._function(index.qualify(func)) or self._module_init(func, index)
-                    or self.instance_call_target(call, caller, index))
+                    or self.instance_call_target(call, caller, index) or self.function_value(func, caller, index))
         if not isinstance(func, cst.Attribute):
             return self.instance_call_target(call, caller, index)
         attr = func.attr.value

@@ -18,7 +18,6 @@ from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .incremental_parse import parse_incrementally
-from .instances import nested_function
 from .library_remedies import remedy
 from .guards import boolean_operators, refusal
 from .limits import interruption
@@ -713,11 +712,7 @@ class FileAnalysis(CallResolver):
         return current
 
     def _nested(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
-        key = (id(function.node), name)
-        cache = self.__dict__.setdefault("_nested_defs", {})
-        if key not in cache:
-            cache[key] = nested_function(function, name)
-        return cache[key]
+        return self.nested_def(function, name)
 
     def _entry_of_other_file(self, function: FunctionInfo) -> bool:
         """A forward or compiled function of another checked file is that file's own entry:

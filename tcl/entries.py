@@ -100,8 +100,6 @@ def module_file(spec: EntrySpec, module_paths: dict[str, str], installed=None) -
 def functions_named(resolver, index, qualname: str):
     """The functions `qualname` denotes in `index` (what compiling it traces), or a one-line
     reason it denotes nothing. `resolver`: a CallResolver over `index` (FileAnalysis)."""
-    from .instances import nested_function
-
     parts = qualname.split(".")
     head = parts[0]
     current = index.functions.get(head)
@@ -127,7 +125,7 @@ def functions_named(resolver, index, qualname: str):
     while rest:
         if rest[0] != "<locals>" or len(rest) < 2:
             return f"cannot name {'.'.join(rest)} inside {current.qualname} (expected <locals>.name)"
-        inner = nested_function(current, rest[1])
+        inner = resolver.nested_def(current, rest[1])
         if inner is None:
             return f"{current.qualname} defines no nested {rest[1]}"
         current, rest = inner, rest[2:]

@@ -149,11 +149,11 @@ class InstanceResolver:
         qualname = index.qualify(func) or ""
         if qualname in COMPILE_CALLS:  # `torch.compile(model)` calls like the model does
             return self.instance_class(call.args[0].value, function, index, depth + 1) if call.args else None
-        cls = self._class_of_name(func, index)
+        cls = self._class_of_name(func, index, function)
         if cls is not None:
             return cls
         if isinstance(func, cst.Attribute):
-            owner_class = self._class_of_name(func.value, index)
+            owner_class = self._class_of_name(func.value, index, function)
             if owner_class is not None:  # `Model.from_pretrained(...)`, a classmethod factory
                 method = self.method_of(owner_class, func.attr.value)
                 if func.attr.value.startswith("from_") or (method is not None and _is_classmethod(method)):
@@ -164,6 +164,8 @@ class InstanceResolver:
                 if receiver is not None and receiver.is_module:
                     return receiver
         callee = self.instance_call_target(call, function, index, depth + 1)
+        if callee is None and isinstance(func, cst.Name):
+            callee = self.function_value(func, function, index, depth + 1)
         busy = self.__dict__.setdefault("_calls_in_progress", set())
         if callee is None and function is not None and id(call) not in busy:
             busy.add(id(call))  # `a = b(); b = a()` must not loop through _resolve
@@ -173,12 +175,13 @@ class InstanceResolver:
                 busy.discard(id(call))
         return self.return_class(callee, depth + 1) if callee is not None else None
 
-    def _class_of_name(self, expr: cst.BaseExpression, index: ModuleIndex) -> ClassInfo | None:
+    def _class_of_name(self, expr: cst.BaseExpression, index: ModuleIndex,
+                       function: FunctionInfo | None = None) -> ClassInfo | None:
         if isinstance(expr, cst.Name) and expr.value in index.classes:
             return index.classes[expr.value]
         if not isinstance(expr, (cst.Name, cst.Attribute)):
             return None
-        qualname = index.qualify(expr)
+        qualname = qualify_in(expr, function, index)
         return self.class_named(qualname, index) if qualname else None
 
     def return_class(self, function: FunctionInfo, depth: int = 0) -> ClassInfo | None:
@@ -288,9 +291,108 @@ class InstanceResolver:
                 if (arg.keyword is not None and arg.keyword.value == name) or (arg.keyword is None and i == position):
                     argument = arg.value
                     break
-            if argument is not None and self.instance_class(argument, caller, index, depth + 1) is not None:
+            if argument is not None and (self.instance_class(argument, caller, index, depth + 1) is not None
+                                         or self.function_value(argument, caller, index, depth + 1) is not None):
                 return argument, caller, index
         return None
+
+    def arguments_of(self, function: FunctionInfo, name: str) -> list[tuple]:
+        """(argument, calling function, index) at every call of a module-level `function` in
+        its file that passes parameter `name`."""
+        if function.owner is not None or function.enclosing is not None or function.index is None:
+            return []
+        params = [p.name.value for p in [*function.node.params.posonly_params, *function.node.params.params]]
+        position = params.index(name) if name in params else None
+        out = []
+        for call, caller in _calls_by_name(function.index).get(function.name, ()):
+            for i, arg in enumerate(call.args):
+                if arg.star:
+                    break
+                if (arg.keyword is not None and arg.keyword.value == name) or (arg.keyword is None and i == position):
+                    out.append((arg.value, caller, function.index))
+                    break
+        return out
+
+    # -- function values -----------------------------------------------------------------------
+    def function_value(self, expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex,
+                       depth: int = 0) -> FunctionInfo | None:
+        """The function an expression evaluates to: a def of the scope or the module, an
+        imported function, a name bound to one (a parameter: what the file's calls pass, as
+        `_with_miner(_triplet, _ms_miner)`), or a call of a factory that returns a nested def."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            scope = function
+            while scope is not None:
+                nested = self.nested_def(scope, expr.value)
+                if nested is not None:
+                    return nested
+                bound = _function_binding(scope.node, expr.value)
+                if bound is not None:
+                    kind, value = bound
+                    if kind == "param":
+                        found = self._argument_binding(scope, expr.value, depth)
+                        return self.function_value(found[0], found[1], found[2], depth + 1) if found else None
+                    return self.function_value(value, scope, scope.index, depth + 1) if kind == "value" else None
+                scope = scope.enclosing
+            local = index.functions.get(expr.value)
+            if local is not None:
+                return local
+            value = _module_binding(index, expr.value)
+            if value is not None:
+                return self.function_value(value, None, index, depth + 1)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            qualname = qualify_in(expr, function, index)
+            found = self.project.find(qualname) if qualname and not qualname.startswith(("torch.", "builtins.")) else None
+            return found if isinstance(found, FunctionInfo) else None
+        if isinstance(expr, cst.Call):
+            factory = self.function_value(expr.func, function, index, depth + 1)
+            returned = [v for v in _returned_values(factory.node) if isinstance(v, cst.Name)] if factory else []
+            if returned:
+                return self.nested_def(factory, returned[0].value)
+        return None
+
+    def nested_def(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
+        """nested_function, one FunctionInfo per def (the analysis keys functions by identity)."""
+        cache = self.__dict__.setdefault("_nested_defs", {})
+        key = (id(function.node), id(function.receiver), name)
+        if key not in cache:
+            cache[key] = (function.node, nested_function(function, name))
+        return cache[key][1]
+
+    def candidate_classes(self, expr: cst.BaseExpression, function: FunctionInfo | None,
+                          index: ModuleIndex) -> list[ClassInfo]:
+        """Every class a name may hold when it comes from a parameter that the file's calls
+        fill differently (`_nll(flow)` called with three flows; `miner = make_miner()` with
+        `make_miner` one of several factories): instance_class gives the first, this all."""
+        if not isinstance(expr, cst.Name) or function is None:
+            return []
+        scope = function
+        while scope is not None:
+            bound = _function_binding(scope.node, expr.value)
+            if bound is not None:
+                break
+            scope = scope.enclosing
+        if scope is None:
+            return []
+        kind, value = bound
+        out: list[ClassInfo] = []
+        if kind == "param":
+            for argument, caller, where in self.arguments_of(scope, expr.value)[:16]:
+                cls = self.instance_class(argument, caller, where, 2)
+                if cls is not None and cls not in out:
+                    out.append(cls)
+        elif kind == "value" and isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            holder = scope
+            while holder is not None and _function_binding(holder.node, value.func.value) is None:
+                holder = holder.enclosing
+            if holder is not None and _function_binding(holder.node, value.func.value)[0] == "param":
+                for argument, caller, where in self.arguments_of(holder, value.func.value)[:16]:
+                    factory = self.function_value(argument, caller, where, 2)
+                    cls = self.return_class(factory, 2) if factory is not None else None
+                    if cls is not None and cls not in out:
+                        out.append(cls)
+        return out
 
 
 def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
@@ -312,6 +414,8 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
     functions = list(index.functions.values()) + [m for c in index.classes.values() for m in c.methods.values()]
     for caller in functions:
         caller.node.body.visit(Calls(caller))
+    for stmt in _top_level(index.module.body if index.module is not None else ()):
+        stmt.visit(Calls(None))  # `MODELS = {"a": make(_loss, _miner)}` at module level
     index.file_facts["_instances.calls"] = calls
     return calls
 
@@ -398,6 +502,52 @@ def _container_elements(value, index: ModuleIndex) -> list[cst.BaseExpression]:
     return []
 
 
+def qualify_in(expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex) -> str | None:
+    """`index.qualify`, with the imports inside `function` and the defs around it first
+    (`from pytorch_metric_learning import miners` in a factory's body)."""
+    parts = []
+    node = expr
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        scope = function
+        while scope is not None:
+            imported = _local_imports(scope.node, scope.index).get(node.value)
+            if imported is not None:
+                return ".".join([imported, *reversed(parts)])
+            scope = scope.enclosing
+    return index.qualify(expr)
+
+
+def _local_imports(node: cst.FunctionDef, index: ModuleIndex) -> dict[str, str]:
+    """name -> dotted module or object, for the import statements in a def's own body."""
+    cache = index.file_facts.setdefault("_instances.local_imports", {})
+    kept = cache.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    from .names import ImportMap
+
+    imports = ImportMap(index.imports.package)
+
+    class Imports(cst.CSTVisitor):
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return inner is node
+
+        def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Import(self, stmt: cst.Import) -> None:
+            imports.add_import(stmt)
+
+        def visit_ImportFrom(self, stmt: cst.ImportFrom) -> None:
+            imports.add_import_from(stmt)
+
+    node.visit(Imports())
+    cache[id(node)] = (node, dict(imports.aliases))
+    return cache[id(node)][1]
+
+
 def _is_classmethod(method: FunctionInfo) -> bool:
     return any(d.rsplit(".", 1)[-1] == "classmethod" for d in method.decorators)
 
@@ -425,9 +575,19 @@ class _Bindings(cst.CSTVisitor):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.found is None and any(isinstance(t.target, cst.Name) and t.target.value == self.name
-                                      for t in node.targets):
-            self.found = ("value", node.value)
+        if self.found is not None:
+            return
+        for t in node.targets:
+            if isinstance(t.target, cst.Name) and t.target.value == self.name:
+                self.found = ("value", node.value)
+                return
+            # `loss_fn, miner = make_loss(), make_miner()`: element-wise
+            if (isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List))
+                    and len(t.target.elements) == len(node.value.elements)):
+                for target, value in zip(t.target.elements, node.value.elements):
+                    if isinstance(target.value, cst.Name) and target.value.value == self.name:
+                        self.found = ("value", value.value)
+                        return
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self.found is None and isinstance(node.target, cst.Name) and node.target.value == self.name:

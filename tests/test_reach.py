@@ -390,3 +390,62 @@ def test_an_inherited_method_runs_on_the_compiled_objects_class(tmp_path, site_p
     assert not errors
     assert [(f.code, f.line, f.function, f.library.rsplit(":", 1)[0]) for f in findings] == [
         ("TCL203", 5, "ItemLoss.compute", "fakelib/models.py:27")]  # at torch.compile(ItemLoss())
+
+
+def test_factories_loops_and_containers(tmp_path, site_packages):
+    """Patterns users build models with: a factory passed as an argument and imported inside
+    it, tuple unpacking, layers in an nn.ModuleList (comprehension or .append) and a
+    Sequential, each layer's forward reached from the compiled call."""
+    write(site_packages, "fakelib/layers.py", """
+        import torch
+        import torch.nn as nn
+
+        class Layer(nn.Module):
+            def forward(self, x):
+                return x.tolist()
+
+        class Other(nn.Module):
+            def forward(self, x):
+                print("other")
+                return x
+
+        class Appended(nn.Module):
+            def forward(self, x):
+                return x.item()
+
+        class Stack(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer() for _ in range(2)])
+                self.seq = nn.Sequential(Other(), nn.ReLU())
+                self.more = nn.ModuleList()
+                for _ in range(2):
+                    self.more.append(Appended())
+
+            def forward(self, x):
+                for i, layer in enumerate(self.layers):
+                    x = layer(x)
+                x = self.seq(x)
+                return self.more[0](x)
+    """)
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+
+        def make_stack():
+            from fakelib.layers import Stack
+            return Stack()
+
+        def build(make):
+            model, scale = make(), 2.0
+
+            def step(x):
+                return model(x) * scale
+            return step
+
+        STEPS = {"stack": build(make_stack)}
+    """)
+    findings, errors = check([user], follow_imports=True, entries=[parse("train:build.<locals>.step", "--entry")])
+    assert not errors
+    assert sorted((f.code, f.function) for f in findings) == [
+        ("TCL101", "Other.forward"), ("TCL203", "Appended.forward"), ("TCL205", "Layer.forward")]
+    assert {f.line for f in findings} == {12}  # model(x) in step: the user's line
