@@ -322,9 +322,10 @@ class CallResolver(InstanceResolver):
         return None
 
     def bind(self, method: FunctionInfo | None, receiver: ClassInfo | None) -> FunctionInfo | None:
-        """`method` as run on an instance of `receiver` (a subclass of its owner): one copy per
-        (method, receiver), so the walk looks `self.*` up in the receiver first."""
-        if method is None or receiver is None or method.owner is None or method.owner is receiver:
+        """`method` as run on an instance of exactly `receiver` (its owner or a subclass): one
+        copy per (method, receiver), so the walk looks `self.*` up in the receiver first and
+        no other subclass's override is taken for `self.m()`."""
+        if method is None or receiver is None or method.owner is None or method.receiver is receiver:
             return method
         copies = self.__dict__.setdefault("_bound_methods", {})
         key = (id(method.node), id(receiver))

@@ -614,7 +614,9 @@ class FileAnalysis(CallResolver):
             key = queue.pop(0)
             if key in self.compile_anchors:  # `torch.compile(lib_obj.method)` in the checked code
                 return self.compile_anchors[key]
-            for caller in sorted(self.callers.get(key, ())):
+            callers = self.callers.get(key, ())
+            for caller in sorted(callers, key=lambda c: (self.functions[c].index.path if self.functions[c].index else "",
+                                                         self.functions[c].qualname)):
                 if caller in seen:
                     continue
                 seen.add(caller)

@@ -425,25 +425,39 @@ CONTAINERS = ("ModuleList", "Sequential", "list", "tuple")
 
 def _assignments(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
     """Every value the class's own methods assign to `self.<attr>`."""
-    found: list[cst.BaseExpression] = []
+    return _self_writes(owner)[0].get(attr, [])
 
-    class Assigns(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                t = target.target
-                if (isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name)
-                        and t.value.value == "self"):
-                    found.append(node.value)
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            t = node.target
-            if (node.value is not None and isinstance(t, cst.Attribute) and t.attr.value == attr
-                    and isinstance(t.value, cst.Name) and t.value.value == "self"):
-                found.append(node.value)
-
+def _self_writes(owner: ClassInfo) -> tuple[dict, dict]:
+    """({attr: values assigned to self.attr}, {attr: values appended / extended into it}) over
+    the class's own methods, in one statement pass per class."""
+    kept = _WRITES.get(id(owner))
+    if kept is not None and kept[0] is owner:
+        return kept[1]
+    assigned: dict[str, list] = {}
+    appended: dict[str, list] = {}
     for method in owner.methods.values():
-        method.node.body.visit(Assigns())
-    return found
+        for stmt in _statements(method.node.body):
+            if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
+                targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+                for t in targets:
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                        assigned.setdefault(t.attr.value, []).append(stmt.value)
+            elif isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+                func = stmt.value.func
+                if (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "add_module")
+                        and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name)
+                        and func.value.value.value == "self" and stmt.value.args):
+                    value = stmt.value.args[-1].value
+                    items = _container_elements(value, owner.index) if func.attr.value == "extend" else [value]
+                    appended.setdefault(func.value.attr.value, []).extend(items)
+    if len(_WRITES) > 20_000:
+        _WRITES.clear()
+    _WRITES[id(owner)] = (owner, (assigned, appended))
+    return assigned, appended
+
+
+_WRITES: dict[int, tuple] = {}
 
 
 def _constant_index(node: cst.Subscript) -> int | None:
@@ -468,22 +482,7 @@ def _pick(elements: list, position: int | None):
 
 def _appended(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
     """What the class's methods `self.<attr>.append(...)` / `.extend([...])` to a container."""
-    found: list[cst.BaseExpression] = []
-
-    class Appends(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "add_module")
-                    and isinstance(func.value, cst.Attribute) and func.value.attr.value == attr
-                    and isinstance(func.value.value, cst.Name) and func.value.value.value == "self" and node.args):
-                value = node.args[-1].value
-                found.extend(_container_elements(value, owner.index) if func.attr.value == "extend" else [value])
-
-    for method in owner.methods.values():
-        method.node.body.visit(Appends())
-        if found:
-            break
-    return found
+    return _self_writes(owner)[1].get(attr, [])
 
 
 def _container_elements(value, index: ModuleIndex) -> list[cst.BaseExpression]:
@@ -558,73 +557,85 @@ def _class_attribute(owner: ClassInfo | None, attr: str):
     return owner.attributes.get(attr)
 
 
-class _Bindings(cst.CSTVisitor):
-    """Assignments to one name in a function body, not descending into nested scopes."""
+def _statements(body):
+    """The statements of a block and of the compound statements in it (if/for/while/try/with
+    bodies), not of nested defs or classes: what binds names in this scope. Statements only
+    (no expression visit), so a whole function costs one cheap pass."""
+    stack = [body]
+    while stack:
+        block = stack.pop()
+        for stmt in getattr(block, "body", ()):
+            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                yield from stmt.body
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                yield stmt
+                for part in (getattr(stmt, "body", None), getattr(stmt, "orelse", None),
+                             getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
+                    inner = getattr(part, "body", None) if not isinstance(part, cst.BaseSuite) else part
+                    if isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)):
+                        inner = part.body
+                    elif isinstance(part, cst.If):  # elif
+                        stack.append(cst.IndentedBlock(body=[part]))
+                        continue
+                    if inner is not None:
+                        stack.append(inner)
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found: tuple[str, cst.BaseExpression] | None = None
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
+def _bindings(node: cst.FunctionDef) -> dict:
+    """name -> (kind, value) of the first binding of each name in a def's body: "value" for
+    an assignment (element-wise for `a, b = x, y`) or `with ... as`, "annotation" for a bare
+    annotation, "element" for a loop target (`for layer in self.layers`, through enumerate /
+    zip). Computed once per def."""
+    kept = _BINDINGS.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    found: dict = {}
+    for stmt in _statements(node.body):
+        if isinstance(stmt, cst.Assign):
+            for t in stmt.targets:
+                if isinstance(t.target, cst.Name):
+                    found.setdefault(t.target.value, ("value", stmt.value))
+                elif (isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(stmt.value, (cst.Tuple, cst.List))
+                      and len(t.target.elements) == len(stmt.value.elements)):
+                    for target, value in zip(t.target.elements, stmt.value.elements):
+                        if isinstance(target.value, cst.Name):
+                            found.setdefault(target.value.value, ("value", value.value))
+        elif isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name):
+            found.setdefault(stmt.target.value, ("value", stmt.value) if stmt.value is not None
+                             else ("annotation", stmt.annotation.annotation))
+        elif isinstance(stmt, cst.For):
+            target, iterable = stmt.target, stmt.iter
+            if isinstance(target, cst.Name):
+                found.setdefault(target.value, ("element", iterable))
+            elif (isinstance(target, cst.Tuple) and isinstance(iterable, cst.Call)
+                  and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip")):
+                for position, element in enumerate(target.elements):
+                    if not isinstance(element.value, cst.Name):
+                        continue
+                    if iterable.func.value == "enumerate" and position == 1 and iterable.args:
+                        found.setdefault(element.value.value, ("element", iterable.args[0].value))
+                    elif iterable.func.value == "zip" and position < len(iterable.args):
+                        found.setdefault(element.value.value, ("element", iterable.args[position].value))
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.asname is not None and isinstance(item.asname.name, cst.Name):
+                    found.setdefault(item.asname.name.value, ("value", item.item))
+    if len(_BINDINGS) > 50_000:
+        _BINDINGS.clear()
+    _BINDINGS[id(node)] = (node, found)
+    return found
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self.found is not None:
-            return
-        for t in node.targets:
-            if isinstance(t.target, cst.Name) and t.target.value == self.name:
-                self.found = ("value", node.value)
-                return
-            # `loss_fn, miner = make_loss(), make_miner()`: element-wise
-            if (isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List))
-                    and len(t.target.elements) == len(node.value.elements)):
-                for target, value in zip(t.target.elements, node.value.elements):
-                    if isinstance(target.value, cst.Name) and target.value.value == self.name:
-                        self.found = ("value", value.value)
-                        return
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self.found is None and isinstance(node.target, cst.Name) and node.target.value == self.name:
-            self.found = ("value", node.value) if node.value is not None else ("annotation", node.annotation.annotation)
-
-    def visit_For(self, node: cst.For) -> None:
-        # `for layer in self.layers:` / `for i, layer in enumerate(self.layers):`: an element
-        if self.found is not None:
-            return
-        target, iterable = node.target, node.iter
-        if isinstance(target, cst.Name) and target.value == self.name:
-            self.found = ("element", iterable)
-        elif (isinstance(target, cst.Tuple) and isinstance(iterable, cst.Call)
-              and isinstance(iterable.func, cst.Name) and iterable.func.value in ("enumerate", "zip")):
-            names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
-            if self.name in names:
-                position = names.index(self.name)
-                if iterable.func.value == "enumerate" and position == 1 and iterable.args:
-                    self.found = ("element", iterable.args[0].value)
-                elif iterable.func.value == "zip" and position < len(iterable.args):
-                    self.found = ("element", iterable.args[position].value)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        target = node.asname.name if node.asname is not None else None
-        if self.found is None and isinstance(target, cst.Name) and target.value == self.name:
-            self.found = ("value", node.item)
+_BINDINGS: dict[int, tuple] = {}
 
 
 def _function_binding(node: cst.FunctionDef, name: str):
     for param in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
         if param.name.value == name:
             return ("annotation", param.annotation.annotation) if param.annotation is not None else ("param", None)
-    visitor = _Bindings(name)
-    node.body.visit(visitor)
-    if visitor.found is None:
-        return None
-    kind, value = visitor.found
+    kind, value = _bindings(node).get(name, (None, None))
     return (kind, value) if value is not None else None
 
 
