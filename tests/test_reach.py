@@ -449,3 +449,31 @@ def test_factories_loops_and_containers(tmp_path, site_packages):
     assert sorted((f.code, f.function) for f in findings) == [
         ("TCL101", "Other.forward"), ("TCL203", "Appended.forward"), ("TCL205", "Layer.forward")]
     assert {f.line for f in findings} == {12}  # model(x) in step: the user's line
+
+
+@pytest.mark.parametrize("body, message", [
+    ('follow-imports = "yes"', "follow-imports: expected true or false"),
+    ('entries = ["pkg.mod"]', "expected module.path:Name"),
+    ("entries = [1]", "entries: expected a list of strings"),
+])
+def test_config_keys_are_checked(tmp_path, body, message):
+    from tcl.config import ConfigError, load
+
+    pyproject = write(tmp_path, "pyproject.toml", f"[tool.tcl]\n{body}\n")
+    with pytest.raises(ConfigError, match=message) as raised:
+        load(pyproject)
+    assert "\n" not in str(raised.value) and str(pyproject) in str(raised.value)
+
+
+def test_config_keys_are_read(tmp_path):
+    from tcl.config import load
+
+    pyproject = write(tmp_path, "pyproject.toml", """
+        [tool.tcl]
+        entries = ["pkg.mod:f"]
+        recorded-entries = "rec/entries.json"
+        follow-imports = true
+    """)
+    config = load(pyproject)
+    assert [e.text for e in config.entries] == ["pkg.mod:f"] and config.follow_imports
+    assert config.recorded_entries == str(tmp_path / "rec" / "entries.json")
