@@ -725,18 +725,21 @@ def report_recompiles(summary):
         print("  no three-shape run: " + "; ".join(f"{n} ({e[:80]})" for n, e in r["models_without"].items()))
 
 
-def user_entries(names, results_dir, reuse):
-    """(builder files of `names`, their entries as tcl.entries.EntrySpec) for --reach user."""
+def user_entries(names, results_dir, reuse, python=None):
+    """(builder files of `names`, their entries as tcl.entries.EntrySpec) for --reach user.
+    `python`: the interpreter of the environment the models ran in (their libraries must
+    build there); the default is this one."""
     import inspect
 
     from tcl.entries import parse
 
     path = os.path.join(results_dir, "entries.json")
     known = _load(path) if reuse and os.path.exists(path) else {}
-    todo = [n for n in names if n not in known]
+    todo = [n for n in names if n not in known or known[n].get("problem", "").startswith("build:")]
     if todo:
-        subprocess.run([sys.executable, os.path.join(HERE, "entries_of.py"), path + ".part", *todo],
-                       check=True, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=ROOT)
+        subprocess.run([python or sys.executable, os.path.join(HERE, "entries_of.py"), path + ".part", *todo],
+                       check=True, cwd=ROOT, env=env)
         known.update(_load(path + ".part"))
         with open(path, "w", encoding="utf-8") as f:
             json.dump(known, f, indent=1, sort_keys=True)
@@ -785,6 +788,8 @@ def main(argv=None):
         "user: check only the corpus builder files (the users' code) from the entries each model "
         "compiles (eval/entries_of.py, as pytest --tcl-record records them) with --follow-imports",
     )
+    parser.add_argument("--entries-python", help="with --reach user: the python of the environment the models "
+                        "ran in, to build them and name their entries (default: this one)")
     args = parser.parse_args(argv)
     if args.list:
         for name, (lib, mode, _) in MODELS.items():
@@ -813,7 +818,8 @@ def main(argv=None):
     out = {}
     for split in splits:
         part = [n for n in names if SPLIT[n] == split]
-        user_side = user_entries(part, results_dir, args.reuse) if args.reach == "user" else None
+        user_side = (user_entries(part, results_dir, args.reuse, args.entries_python)
+                     if args.reach == "user" else None)
         summary = evaluate(results, part, args.assume, user_side)
         summary["reach"] = args.reach
         summary["split"] = split

@@ -772,7 +772,8 @@ class FileAnalysis(CallResolver):
                 continue
             analyses[key] += 1
             previous = self.results.get(key)
-            result = self._settled(function) if previous is None else None
+            # a helper of another file settled for these inputs (any pass: the key holds them)
+            result = self._settled(function)
             if result is None:
                 result = self._walk(function)
             self.results[key] = result
@@ -799,8 +800,8 @@ class FileAnalysis(CallResolver):
         )
 
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
-        if function.index is self.index or id(function) in self.entries:
-            return None
+        if function.index is self.index or (id(function) in self.entries and not function.index.installed):
+            return None  # (an installed entry, `torch.compile(model.generate)`, reads nothing of this file)
         kept = self.analyzer.settled.get(self._settled_key(function))
         return kept[1] if kept is not None and kept[0] is function.node else None
 
@@ -810,7 +811,7 @@ class FileAnalysis(CallResolver):
             settled.clear()
         for key, result in self.results.items():
             function = self.functions[key]
-            if function.index is not self.index and key not in self.entries:
+            if function.index is not self.index and (key not in self.entries or function.index.installed):
                 settled[self._settled_key(function)] = (function.node, result)
 
     def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None) -> FunctionResult:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import site
 import sysconfig
 
@@ -29,6 +30,9 @@ NOT_FOLLOWED = frozenset({
 })
 MODULE_ROOTS = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 MAX_DEPTH = 12
+# A class or function defined at a module's top level: what `from pkg import *` chains re-export
+_TOP_DEFINITION = re.compile(r"^(?:class|def|async def)\s+([A-Za-z_]\w*)", re.MULTILINE)
+MAX_EXPORT_FILES = 20_000
 
 
 def site_directories() -> list[str]:
@@ -62,6 +66,7 @@ class InstalledPackages:
         self._headers: dict[str, tuple[dict, dict] | None] = {}
         self._is_module: dict[str, bool] = {}
         self._versions: dict[str, str] = {}
+        self._export_index: dict[str, dict[str, list[str]]] = {}
 
     # -- files -----------------------------------------------------------------------------
     def find(self, module: str) -> str | None:
@@ -111,6 +116,51 @@ class InstalledPackages:
                 version = ""
             self._versions[top] = version or top
         return self._versions[top]
+
+    # -- re-exports --------------------------------------------------------------------------
+    def exported(self, qualname: str) -> str | None:
+        """Where `pkg.Name` is defined when the package re-exports it through lazy or star
+        imports tcl's import map does not follow (transformers: `from .models import *` under
+        TYPE_CHECKING, `_LazyModule` at run time): the one module of the package whose top
+        level defines a class or function of that name, preferring modules below the named
+        one. None when no module or several unrelated ones do."""
+        module, _, name = qualname.rpartition(".")
+        top = module.split(".")[0]
+        if not module or top in NOT_FOLLOWED:
+            return None
+        candidates = self._exports(top).get(name, [])
+        below = [m for m in candidates if m == module or m.startswith(module + ".")]
+        chosen = below if below else candidates
+        if len(chosen) != 1:
+            return None
+        return f"{chosen[0]}.{name}"
+
+    def _exports(self, top: str) -> dict[str, list[str]]:
+        """name -> modules of the installed package `top` defining it at their top level, from
+        one text scan of the package's files (no parse), kept per package."""
+        if top in self._export_index:
+            return self._export_index[top]
+        index: dict[str, list[str]] = {}
+        root = self.find(top)
+        if root is not None and root.endswith("__init__.py"):
+            base = os.path.dirname(os.path.dirname(root))
+            count = 0
+            for directory, dirs, files in os.walk(os.path.dirname(root)):
+                dirs[:] = [d for d in dirs if d.isidentifier()]
+                for file in files:
+                    if not file.endswith(".py") or count > MAX_EXPORT_FILES:
+                        continue
+                    count += 1
+                    path = os.path.join(directory, file)
+                    try:
+                        text = read_source(path)
+                    except SourceError:
+                        continue
+                    dotted = os.path.relpath(path, base)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+                    for name in set(_TOP_DEFINITION.findall(text)):
+                        index.setdefault(name, []).append(dotted)
+        self._export_index[top] = index
+        return index
 
     # -- class hierarchies -----------------------------------------------------------------
     def is_module_class(self, qualname: str, depth: int = 0) -> bool:

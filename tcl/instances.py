@@ -692,26 +692,42 @@ def _returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:
 def nested_function(function: FunctionInfo, name: str) -> FunctionInfo | None:
     """`outer.<locals>.name`: the def named `name` in `function`'s body (not in deeper scopes),
     as a FunctionInfo whose free variables resolve through `function`."""
-
-    class Defs(cst.CSTVisitor):
-        found: cst.FunctionDef | None = None
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            if node is function.node:
-                return True
-            if node.name.value == name and self.found is None:
-                self.found = node
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-    visitor = Defs()
-    function.node.visit(visitor)
-    if visitor.found is None:
+    found = _nested_defs(function.node).get(name)
+    if found is None:
         return None
     from .module_index import decorator_names
 
-    return FunctionInfo(f"{function.qualname}.<locals>.{name}", visitor.found, function.top, None,
-                        decorator_names(visitor.found, function.index.imports), function.index,
+    return FunctionInfo(f"{function.qualname}.<locals>.{name}", found, function.top, None,
+                        decorator_names(found, function.index.imports), function.index,
                         enclosing=function)
+
+
+def _nested_defs(node: cst.FunctionDef) -> dict[str, cst.FunctionDef]:
+    """name -> the first def of that name in a def's own body (inside if/for/with/try blocks
+    too, not in deeper defs or classes), read once per def by a statement-only walk."""
+    kept = _NESTED.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    found: dict[str, cst.FunctionDef] = {}
+    stack = [node.body]
+    while stack:
+        block = stack.pop(0)
+        for stmt in getattr(block, "body", ()):
+            if isinstance(stmt, cst.FunctionDef):
+                found.setdefault(stmt.name.value, stmt)
+            elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.ClassDef):
+                for part in (getattr(stmt, "body", None), getattr(stmt, "orelse", None),
+                             getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
+                    if isinstance(part, cst.If):
+                        stack.append(cst.IndentedBlock(body=[part]))
+                    elif isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)):
+                        stack.append(part.body)
+                    elif isinstance(part, cst.BaseSuite):
+                        stack.append(part)
+    if len(_NESTED) > 50_000:
+        _NESTED.clear()
+    _NESTED[id(node)] = (node, found)
+    return found
+
+
+_NESTED: dict[int, tuple] = {}

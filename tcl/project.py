@@ -205,6 +205,9 @@ class Project:
             found = index.functions.get(head) or index.classes.get(head)
             if found is None:
                 alias = index.imports.aliases.get(head)
+                if alias is None and self.installed is not None and getattr(index, "installed", False):
+                    # re-exported through `import *` / a lazy module (tcl.installed.exported)
+                    alias = self.installed.exported(".".join(parts[: split + 1]))
                 return self.find(".".join([alias, *rest]), depth + 1) if alias else None
             if not rest:
                 return found
