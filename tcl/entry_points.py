@@ -1,0 +1,211 @@
+"""What torch.compile traces in one file: its entry points, and where a library finding lands.
+
+The entry points of a file's analysis are the forwards of its nn.Module classes, the `step`
+of its optimizers, its `@torch.compile` functions and methods, the targets of its
+`torch.compile(...)` calls — `torch.compile(f)`, `torch.compile(self.m)`, and, resolved through
+the bindings of the scope the call is in (tcl/instances.py), `torch.compile(model.generate)`,
+`torch.compile(model)`, `step = torch.compile(step)` for a nested def — and the entries the
+user declared or recorded for this file (tcl/entries.py). The wrappers that decorators of the
+checked tree put around an entry are traced too. `anchor_of` answers the reverse question for
+--follow-imports: through which call of the checked code traced code first enters the
+installed package that holds a function, so a finding there is reported at the user's line.
+FileAnalysis inherits this class; it provides `index`, `analyzer`, `functions`, `callers`,
+`call_nodes` and `compile_anchors`, and the call resolution of tcl/call_resolution.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from . import entries as entries_module
+from .dataflow import Kind
+from .module_index import FunctionInfo
+from .walker import entry_param_kinds
+
+
+class EntryPoints:
+    def anchor_of(self, function: FunctionInfo):
+        """(function of the checked code, its call node) through which traced code first enters
+        the installed package that holds `function`; None when nothing checked calls it."""
+        seen, queue = {id(function)}, [id(function)]
+        while queue:
+            key = queue.pop(0)
+            if key in self.compile_anchors:  # `torch.compile(lib_obj.method)` in the checked code
+                return self.compile_anchors[key]
+            callers = self.callers.get(key, ())
+            for caller in sorted(callers, key=lambda c: (self.functions[c].index.path if self.functions[c].index else "",
+                                                         self.functions[c].qualname)):
+                if caller in seen:
+                    continue
+                seen.add(caller)
+                caller_info = self.functions[caller]
+                if caller_info.index is not None and not caller_info.index.installed:
+                    node = self.call_nodes.get((key, caller))
+                    if node is not None:
+                        return caller_info.index, node, caller_info
+                queue.append(caller)
+        return None
+
+    # -- what torch.compile traces ---------------------------------------------------------
+    def entry_points(self) -> list[FunctionInfo]:
+        index = self.index
+        entries: list[FunctionInfo] = []
+        declared = self.analyzer.entries_for(index.path, index.name)
+        if os.path.realpath(index.path) in self.analyzer.entry_only_files:
+            index.installed = True
+            for spec in declared:
+                found = entries_module.functions_named(self, index, spec.qualname)
+                entries.extend(found if isinstance(found, list) else ())
+            return list(dict.fromkeys(entries))
+        for cls in index.classes.values():
+            if cls.is_module and "forward" in cls.methods:
+                entries.append(cls.methods["forward"])
+            if cls.is_optimizer and "step" in cls.methods:  # torch.compile(opt.step)
+                entries.append(cls.methods["step"])
+            entries.extend(m for m in cls.methods.values() if m.is_compiled and m.name != "forward")
+        entries.extend(f for f in index.functions.values() if f.is_compiled)
+        for target in index.compile_targets:
+            function = self._lookup(target)
+            if function is not None:
+                entries.append(function)
+        for target, scope, call, top in index.compile_sites:
+            function = self._compiled_object(target, scope)
+            if function is not None and function not in entries and not self._entry_of_other_file(function):
+                entries.append(function)
+                self.compile_anchors.setdefault(id(function), (index, call, top))
+        for spec in declared:
+            found = entries_module.functions_named(self, index, spec.qualname)
+            if isinstance(found, list):
+                entries.extend(f for f in found if not self._entry_of_other_file(f))
+        return [f for f in dict.fromkeys(entries) if not f.is_disabled]
+
+    def _compiled_object(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> FunctionInfo | None:
+        """`torch.compile(model.generate)` / `torch.compile(model)` / `torch.compile(step)` for
+        a nested `def step`: what the call traces, through the bindings of its scope."""
+        function = self._scope_function(scope)
+        index = self.index
+        if isinstance(target, cst.Attribute):
+            if isinstance(target.value, cst.Name) and (target.value.value == "self" or target.value.value in index.classes):
+                return None  # compile_targets holds these
+            cls = self.instance_class(target.value, function, index)
+            method = self.bind(self.method_of(cls, target.attr.value), cls) if cls is not None else None
+            if method is None and cls is None:  # `torch.compile(somelib.step)`
+                return self._function(index.qualify(target))
+            return method if method is not None and not method.is_property else None
+        if isinstance(target, cst.Name):
+            if target.value in index.functions:
+                return None
+            if function is not None:
+                nested = self._nested(function, target.value)
+                if nested is not None:
+                    return nested
+            cls = self.instance_class(target, function, index)
+            return self.call_method_of(cls) if cls is not None else None
+        if isinstance(target, cst.Call):  # torch.compile(Model(...))
+            cls = self.instance_class(target, function, index)
+            return self.call_method_of(cls) if cls is not None else None
+        return None
+
+    def _scope_function(self, scope: tuple[str, ...]) -> FunctionInfo | None:
+        """The function (method, nested def) that the names `scope` lead to, if any."""
+        current: FunctionInfo | None = None
+        owner = None
+        for name in scope:
+            if current is not None:
+                nested = self._nested(current, name)
+                if nested is None:
+                    return current
+                current = nested
+            elif owner is not None:
+                current = owner.methods.get(name)
+                if current is None:
+                    return None
+            elif name in self.index.classes:
+                owner = self.index.classes[name]
+            else:
+                current = self.index.functions.get(name)
+                if current is None:
+                    return None
+        return current
+
+    def _nested(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
+        return self.nested_def(function, name)
+
+    def _entry_of_other_file(self, function: FunctionInfo) -> bool:
+        """A forward or compiled function of another checked file is that file's own entry:
+        analysed when that file is checked, not again from here."""
+        if function.index is self.index or function.index is None or function.index.installed:
+            return False
+        return function.is_compiled or (function.name == "forward" and function.owner is not None
+                                        and function.owner.is_module)
+
+    def decorator_wrappers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, str]]:
+        """The wrapper functions that decorators from the checked tree put around `function`
+        (`@capture_outputs def forward`): torch.compile traces the wrapper, which calls it."""
+        wrappers = []
+        for name in function.decorators:
+            if not name or name.startswith(("torch.", "builtins.", "functools.", "typing.")):
+                continue
+            decorator = function.index.functions.get(name) or self._function(name)
+            if decorator is None:
+                continue
+            for node, wrapped in _returned_wrappers(decorator.node):
+                wrappers.append((self.analyzer.wrapper_info(decorator, node), wrapped))
+        return wrappers
+
+
+def _returned_wrappers(decorator: cst.FunctionDef, depth: int = 0) -> list[tuple[cst.FunctionDef, str]]:
+    """(wrapper, name of the decorated function inside it): nested functions a decorator
+    returns that call the decorated function (its first parameter); a decorator factory's
+    inner decorator is searched one level down."""
+    params = list(decorator.params.posonly_params) + list(decorator.params.params)
+    nested = {s.name.value: s for s in decorator.body.body if isinstance(s, cst.FunctionDef)}
+    if not params or not nested or depth > 2:
+        return []
+    returned = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is decorator
+
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value.func if isinstance(node.value, cst.Call) else node.value
+            if isinstance(value, cst.Name) and value.value in nested:
+                returned.add(value.value)
+
+    decorator.visit(Returns())
+    func_name = params[0].name.value
+    wrappers = []
+    for name in sorted(returned):
+        inner = nested[name]
+        if _calls_name(inner, func_name):
+            wrappers.append((inner, func_name))
+        else:
+            wrappers.extend(_returned_wrappers(inner, depth + 1))
+    return wrappers
+
+
+def _calls_name(function: cst.FunctionDef, name: str) -> bool:
+    found = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == name:
+                found.append(node)
+
+    function.body.visit(Calls())
+    return bool(found)
+
+
+def wrapper_param_kinds(wrapper: FunctionInfo, wrapped: str, is_method: bool) -> dict[str, Kind]:
+    """`def wrapper(self, *args, **kwargs)`: self is the module when it wraps a method; what
+    passes through *args/**kwargs is unknown; the decorated function (a closure variable)
+    returns what forward returns, tensor data, like calling a module."""
+    kinds = entry_param_kinds(wrapper)
+    kinds[wrapped] = Kind.MODULE
+    params = list(wrapper.node.params.posonly_params) + list(wrapper.node.params.params)
+    if is_method and params:
+        kinds[params[0].name.value] = Kind.MODULE
+    return kinds
