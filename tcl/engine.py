@@ -619,7 +619,13 @@ class FileAnalysis(EntryPoints, CallResolver):
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
         if function.index is self.index or (id(function) in self.entries and not function.index.installed):
             return None  # (an installed entry, `torch.compile(model.generate)`, reads nothing of this file)
-        kept = self.analyzer.settled.get(self._settled_key(function))
+        key = self._settled_key(function)
+        kept = self.analyzer.settled.get(key)
+        if kept is None and not key[3] and not key[4]:
+            # First reached, before any caller said which arguments cross a break: the result
+            # the same inputs settled on last time (crossings included) is where this
+            # fixpoint converges too; a later change of the crossings asks again by full key.
+            kept = self.analyzer.settled.get(key[:3])
         return kept[1] if kept is not None and kept[0] is function.node else None
 
     def _remember_settled(self) -> None:
@@ -629,7 +635,9 @@ class FileAnalysis(EntryPoints, CallResolver):
         for key, result in self.results.items():
             function = self.functions[key]
             if function.index is not self.index and (key not in self.entries or function.index.installed):
-                settled[self._settled_key(function)] = (function.node, result)
+                full = self._settled_key(function)
+                settled[full] = (function.node, result)
+                settled[full[:3]] = (function.node, result)  # found by inputs before crossings are known
 
     def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None) -> FunctionResult:
         # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes;
