@@ -278,8 +278,11 @@ class Analyzer:
         if isinstance(function, FunctionInfo):
             ranges = (function_ranges(index.module, index.source, [function], index.python_tree)
                       if index is current else self._foreign_ranges(index, [function]))
-        else:  # a module-level statement holding the torch.compile call
-            ranges = statement_ranges(index.module, {id(function)})
+        else:  # a module-level statement holding the torch.compile call (one codegen per statement)
+            kept = self._ranges.get(id(function))
+            if kept is None or kept[0] is not function:
+                kept = self._ranges[id(function)] = (function, statement_ranges(index.module, {id(function)}))
+            ranges = kept[1]
         where = ranges.get(node)
         if where is None:
             return finding

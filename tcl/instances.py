@@ -528,21 +528,11 @@ def _local_imports(node: cst.FunctionDef, index: ModuleIndex) -> dict[str, str]:
     from .names import ImportMap
 
     imports = ImportMap(index.imports.package)
-
-    class Imports(cst.CSTVisitor):
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node
-
-        def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Import(self, stmt: cst.Import) -> None:
+    for stmt in _statements(node.body):
+        if isinstance(stmt, cst.Import):
             imports.add_import(stmt)
-
-        def visit_ImportFrom(self, stmt: cst.ImportFrom) -> None:
+        elif isinstance(stmt, cst.ImportFrom):
             imports.add_import_from(stmt)
-
-    node.visit(Imports())
     cache[id(node)] = (node, dict(imports.aliases))
     return cache[id(node)][1]
 
@@ -557,30 +547,30 @@ def _class_attribute(owner: ClassInfo | None, attr: str):
     return owner.attributes.get(attr)
 
 
-def _statements(body):
+def _statements(body, defs: bool = False):
     """The statements of a block and of the compound statements in it (if/for/while/try/with
     bodies), not of nested defs or classes: what binds names in this scope. Statements only
-    (no expression visit), so a whole function costs one cheap pass."""
+    (no expression visit), so a whole function costs one cheap pass. `defs`: also yield the
+    nested defs themselves (not their bodies)."""
     stack = [body]
     while stack:
-        block = stack.pop()
+        block = stack.pop(0)
         for stmt in getattr(block, "body", ()):
             if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
                 yield from stmt.body
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                continue
+                if defs and isinstance(stmt, cst.FunctionDef):
+                    yield stmt
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 yield stmt
                 for part in (getattr(stmt, "body", None), getattr(stmt, "orelse", None),
                              getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
-                    inner = getattr(part, "body", None) if not isinstance(part, cst.BaseSuite) else part
-                    if isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)):
-                        inner = part.body
-                    elif isinstance(part, cst.If):  # elif
+                    if isinstance(part, cst.If):  # elif
                         stack.append(cst.IndentedBlock(body=[part]))
-                        continue
-                    if inner is not None:
-                        stack.append(inner)
+                    elif isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)):
+                        stack.append(part.body)
+                    elif isinstance(part, cst.BaseSuite):
+                        stack.append(part)
 
 
 def _bindings(node: cst.FunctionDef) -> dict:
@@ -704,26 +694,14 @@ def nested_function(function: FunctionInfo, name: str) -> FunctionInfo | None:
 
 def _nested_defs(node: cst.FunctionDef) -> dict[str, cst.FunctionDef]:
     """name -> the first def of that name in a def's own body (inside if/for/with/try blocks
-    too, not in deeper defs or classes), read once per def by a statement-only walk."""
+    too, not in deeper defs or classes), read once per def by the statement walk."""
     kept = _NESTED.get(id(node))
     if kept is not None and kept[0] is node:
         return kept[1]
     found: dict[str, cst.FunctionDef] = {}
-    stack = [node.body]
-    while stack:
-        block = stack.pop(0)
-        for stmt in getattr(block, "body", ()):
-            if isinstance(stmt, cst.FunctionDef):
-                found.setdefault(stmt.name.value, stmt)
-            elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.ClassDef):
-                for part in (getattr(stmt, "body", None), getattr(stmt, "orelse", None),
-                             getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
-                    if isinstance(part, cst.If):
-                        stack.append(cst.IndentedBlock(body=[part]))
-                    elif isinstance(part, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)):
-                        stack.append(part.body)
-                    elif isinstance(part, cst.BaseSuite):
-                        stack.append(part)
+    for stmt in _statements(node.body, defs=True):
+        if isinstance(stmt, cst.FunctionDef):
+            found.setdefault(stmt.name.value, stmt)
     if len(_NESTED) > 50_000:
         _NESTED.clear()
     _NESTED[id(node)] = (node, found)
