@@ -171,7 +171,7 @@ class CallResolver(InstanceResolver):
         if not isinstance(name, cst.Name) or name.value == "self":
             return None
         key = (id(call), id(caller))
-        cache = self.__dict__.setdefault("_candidates", {})
+        cache = self._candidates
         if key not in cache:
             targets = []
             for cls in self.candidate_classes(name, caller, caller.index):
@@ -327,7 +327,7 @@ class CallResolver(InstanceResolver):
         no other subclass's override is taken for `self.m()`."""
         if method is None or receiver is None or method.owner is None or method.receiver is receiver:
             return method
-        copies = self.__dict__.setdefault("_bound_methods", {})
+        copies = self._bound_methods
         key = (id(method.node), id(receiver))
         if key not in copies:
             copies[key] = dataclasses.replace(method, receiver=receiver)

@@ -553,6 +553,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
         self.overrides: dict[tuple[int, str], list[FunctionInfo]] = {}
         self.call_nodes: dict[tuple[int, int], cst.CSTNode] = {}  # (callee, caller) -> a call node
+        self.init_instance_memos()
         self.compile_anchors: dict[int, tuple] = {}  # entry -> (index, torch.compile call, statement)
 
     def foreign_indexes(self) -> list[ModuleIndex]:

@@ -98,7 +98,7 @@ class EntryPoints:
             if target.value in index.functions:
                 return None
             if function is not None:
-                nested = self._nested(function, target.value)
+                nested = self.nested_def(function, target.value)
                 if nested is not None:
                     return nested
             cls = self.instance_class(target, function, index)
@@ -114,7 +114,7 @@ class EntryPoints:
         owner = None
         for name in scope:
             if current is not None:
-                nested = self._nested(current, name)
+                nested = self.nested_def(current, name)
                 if nested is None:
                     return current
                 current = nested
@@ -130,8 +130,6 @@ class EntryPoints:
                     return None
         return current
 
-    def _nested(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
-        return self.nested_def(function, name)
 
     def _entry_of_other_file(self, function: FunctionInfo) -> bool:
         """A forward or compiled function of another checked file is that file's own entry:

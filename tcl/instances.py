@@ -29,7 +29,16 @@ MAX_DEPTH = 6
 
 
 class InstanceResolver:
-    """Mixin of CallResolver: needs `class_named`, `method_of` and `_resolve` from it."""
+    """Mixin of CallResolver: needs `class_named`, `method_of` and `_resolve` from it. Its
+    per-analysis memos are made by `init_instance_memos` (FileAnalysis.__init__)."""
+
+    def init_instance_memos(self) -> None:
+        self._return_classes: dict[int, ClassInfo | None] = {}  # def node id -> its return class
+        self._nested_defs: dict[tuple, tuple] = {}  # (def node, receiver, name) -> (node, FunctionInfo)
+        self._calls_in_progress: set[int] = set()  # calls being resolved: `a = b(); b = a()`
+        self._arguments_in_progress: set[tuple] = set()  # parameters being bound from call sites
+        self._bound_methods: dict[tuple, FunctionInfo] = {}  # CallResolver.bind's copies
+        self._candidates: dict[tuple, list] = {}  # CallResolver._candidate_targets
 
     def instance_class(self, expr: cst.BaseExpression, function: FunctionInfo | None,
                        index: ModuleIndex, depth: int = 0) -> ClassInfo | None:
@@ -166,7 +175,7 @@ class InstanceResolver:
         callee = self.instance_call_target(call, function, index, depth + 1)
         if callee is None and isinstance(func, cst.Name):
             callee = self.function_value(func, function, index, depth + 1)
-        busy = self.__dict__.setdefault("_calls_in_progress", set())
+        busy = self._calls_in_progress
         if callee is None and function is not None and id(call) not in busy:
             busy.add(id(call))  # `a = b(); b = a()` must not loop through _resolve
             try:
@@ -188,7 +197,7 @@ class InstanceResolver:
         """`-> C`, or every `return` of `function` builds the same class `C`."""
         if depth > MAX_DEPTH or function.index is None:
             return None
-        memo = self.__dict__.setdefault("_return_classes", {})
+        memo = self._return_classes
         key = id(function.node)
         if key in memo:
             return memo[key]
@@ -269,7 +278,7 @@ class InstanceResolver:
         instance of a class the analysis can read."""
         if function.owner is not None or function.enclosing is not None or function.index is None:
             return None
-        busy = self.__dict__.setdefault("_arguments_in_progress", set())
+        busy = self._arguments_in_progress
         key = (id(function.node), name)
         if key in busy or depth > MAX_DEPTH:  # `walk(v, n - 1)` inside walk: no new evidence
             return None
@@ -354,7 +363,7 @@ class InstanceResolver:
 
     def nested_def(self, function: FunctionInfo, name: str) -> FunctionInfo | None:
         """nested_function, one FunctionInfo per def (the analysis keys functions by identity)."""
-        cache = self.__dict__.setdefault("_nested_defs", {})
+        cache = self._nested_defs
         key = (id(function.node), id(function.receiver), name)
         if key not in cache:
             cache[key] = (function.node, nested_function(function, name))
