@@ -30,7 +30,7 @@ from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
 from .walker import (
-    Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds,
+    Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds, sized_params,
     tuple_params,
 )
 
@@ -547,6 +547,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             lambda function, kinds: self._walk(function, hooks={}, param_kinds=kinds),
         )
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
+        self.sized: dict[int, dict] = {}  # parameters every caller fills with a size (tcl/sizes.py)
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
@@ -618,6 +619,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             id(function.node), id(function.receiver), frozenset(self.param_kinds[key].items()),
             self.crossed.get(key, frozenset()),
             frozenset(self.tuples.get(key, {}).items()),
+            frozenset(self.sized.get(key, {}).items()),
         )
 
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
@@ -625,7 +627,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             return None  # (an installed entry, `torch.compile(model.generate)`, reads nothing of this file)
         key = self._settled_key(function)
         kept = self.analyzer.settled.get(key)
-        if kept is None and not key[3] and not key[4]:
+        if kept is None and not key[3] and not key[4] and not key[5]:
             # First reached, before any caller said which arguments cross a break: the result
             # the same inputs settled on last time (crossings included) is where this
             # fixpoint converges too; a later change of the crossings asks again by full key.
@@ -663,7 +665,8 @@ class FileAnalysis(EntryPoints, CallResolver):
         if memo is not None:  # an editor's re-check: reuse the walk if nothing it read changed
             key = id(function)
             inputs = (dict(self.param_kinds[key]), self.crossed.get(key, frozenset()),
-                      dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers)
+                      dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers,
+                      dict(self.sized.get(key) or {}))
             facts = memo.facts(self.index)
             kept = memo.find_walk(function, inputs, facts, lambda question, arg: questions[question](arg))
             if kept is not None:
@@ -689,6 +692,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             params_from_callers=summary or id(function) not in self.entries or id(function) in self.from_callers,
             crossed=frozenset() if summary else self.crossed.get(id(function), frozenset()),
             tuples=None if summary else self.tuples.get(id(function)),
+            sized=None if summary else self.sized.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=questions["tuple"],
             resolve_property=questions["property"],
@@ -734,6 +738,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             kinds = helper_param_kinds(callee, all_sites)
             crossed = crossed_params(callee, all_sites)
             tuples = tuple_params(callee, all_sites)
+            sized = sized_params(callee, all_sites)
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.
@@ -742,10 +747,12 @@ class FileAnalysis(EntryPoints, CallResolver):
                          for name, kind in defaults.items()}
             if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
                     or crossed != self.crossed.get(callee_key, frozenset())
-                    or tuples != self.tuples.get(callee_key, {})):
+                    or tuples != self.tuples.get(callee_key, {})
+                    or sized != self.sized.get(callee_key, {})):
                 self.param_kinds[callee_key] = kinds
                 self.crossed[callee_key] = crossed
                 self.tuples[callee_key] = tuples
+                self.sized[callee_key] = sized
                 changed.append(callee)
         return changed
 

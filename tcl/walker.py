@@ -17,6 +17,7 @@ from .kinds import SELF, KindEvaluator
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
+from .sizes import size_of, unpacked_shape_origins
 
 if TYPE_CHECKING:
     from .rules.base import Rule
@@ -68,6 +69,7 @@ class CallSite(NamedTuple):
     keywords: dict[str, Kind]  # kinds of the keyword arguments
     crossed: frozenset = frozenset()  # positions / keywords of values live at a graph break
     tuples: dict = {}  # position / keyword -> element kinds of a tuple display passed there
+    sizes: dict = {}  # position / keyword -> whether the size passed there varies (tcl/sizes.py)
 
 
 @dataclass
@@ -132,6 +134,7 @@ class FunctionWalker(cst.CSTVisitor):
         plans: dict | None = None,
         crossed: frozenset = frozenset(),
         tuples: dict | None = None,
+        sized: dict | None = None,
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
@@ -170,6 +173,8 @@ class FunctionWalker(cst.CSTVisitor):
         # Names holding a tuple whose element kinds are known (a parameter every caller fills
         # with a tuple display).
         self.tuple_env: dict[str, tuple[Kind, ...]] = dict(tuples or {})
+        # Parameters every traced caller fills with a size of its inputs -> whether it varies.
+        self.sized: dict[str, bool | None] = dict(sized or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         self._returned_by_break: cst.Call | None = None
 
@@ -474,7 +479,12 @@ class FunctionWalker(cst.CSTVisitor):
             elements = None if arg.star else self._display_kinds(arg.value)
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
-        site = CallSite(positional, keywords, crossed, tuples)
+        sizes = {}
+        for i, arg in enumerate(node.args if callee is not None else ()):
+            size = None if arg.star else size_of(arg.value, self)
+            if size is not None and size.varies is not False:
+                sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
+        site = CallSite(positional, keywords, crossed, tuples, sizes)
         for target in callees + overrides:
             self.result.calls.append((target, site))
             self.result.call_nodes.append(node)
@@ -532,6 +542,7 @@ class FunctionWalker(cst.CSTVisitor):
             returned = self._returned_elements(value, len(elements))
             if returned is None and isinstance(value, cst.Name) and len(self.tuple_env.get(value.value, ())) == len(elements):
                 returned = self.tuple_env[value.value]
+            shape = unpacked_shape_origins(elements, value, self) if value is not None and values is None else {}
             for i, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
                     element = element.value
@@ -540,6 +551,8 @@ class FunctionWalker(cst.CSTVisitor):
                 if element_kind == Kind.BOOL_TENSOR and values is None:
                     element_kind = Kind.TENSOR
                 self._bind_target(element, element_kind)
+                if isinstance(element, cst.Name) and element.value in shape:
+                    self.origins[element.value] = shape[element.value]  # `b, n, d = x.shape`
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, kind)
 
@@ -756,6 +769,21 @@ def tuple_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, tup
                 for name, kinds in found.items()
                 if name in here and len(here[name]) == len(kinds)
             }
+    return found or {}
+
+
+def sized_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, bool | None]:
+    """Parameters every call site fills with a size of its inputs (tcl/sizes.py): whether it
+    varies, True only where it does at every site."""
+    positional = _positional_names(function)
+    found: dict | None = None
+    for site in sites:
+        here = {_named(positional, key): varies for key, varies in site.sizes.items()}
+        here = {k: v for k, v in here.items() if isinstance(k, str)}
+        found = here if found is None else {
+            name: (True if varies is True and here[name] is True else None)
+            for name, varies in found.items() if name in here
+        }
     return found or {}
 
 

@@ -207,6 +207,11 @@ def test_use_of_a_specialising_line_and_guard_summary():
     assert [explain._use_of(s) for s in ("i = SIZES.index(x.shape[1])", "for i in range(1, seq_len):",
                                          "name = str(x.size(1))", "w = TABLE.get(x.shape[1], 1.0)",
                                          "if x.shape[1] == 8:")] == ["index", "range", "string", "lookup", "compare"]
+    assert [explain._use_of(s) for s in ("parts = x.chunk(x.size(0))", "keep = list(range(n))",
+                                         "w = [1.0] * x.shape[1]", "if seq_len in SEEN:")] == \
+        ["chunk", "list", "list", "member"]
+    for use in ("chunk", "list", "member"):
+        assert explain._rewrite(use, "") and use in explain._USE_TEXT
     assert explain.guard_summary("0/1: tensor 'x' size mismatch at index 1. expected 5, actual 6") == \
         "tensor 'x' size mismatch at index 1"
     assert explain.guard_summary("2/1: ___stack0 == 'tensor([[ 1.5009, 0.7109, -0.0428' # s = str(h) # m.py:3") == \

@@ -24,48 +24,47 @@ import libcst as cst
 from ..dataflow import Kind, is_tensor
 from ..names import dotted
 from ..fixes.diagonal import fix_fill_diagonal
+from ..sizes import SIZE_OPERATORS, Size, fixed_tensor, size_of, whole_shape
 from .base import Example, Rule
 
-SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 SHAPES = "[(torch.randn(2, 4),), (torch.randn(2, 8),), (torch.randn(2, 16),), (torch.randn(2, 32),)]"
+SQUARE_ROWS = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
 
 
-def _sizes(ctx) -> set[str]:
-    """The names this function has bound to sizes so far (the walk goes in source order)."""
-    return ctx.memo.setdefault("specialisation.sizes", set())
+def changing_size(node: cst.BaseExpression, ctx) -> Size | None:
+    """A size (tcl/sizes.py) that may change between calls: varies or unknown, not fixed."""
+    size = size_of(node, ctx)
+    return size if size is not None and size.varies is not False else None
 
 
 def is_size(node: cst.BaseExpression, ctx) -> bool:
-    if isinstance(node, cst.Name):
-        return node.value in _sizes(ctx)
-    if isinstance(node, cst.Subscript):
-        value = node.value
-        return (
-            isinstance(value, cst.Attribute) and value.attr.value == "shape" and is_tensor(ctx.kind(value.value))
-            and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
-        )
-    if isinstance(node, cst.Call):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1:
-            return node.args[0].keyword is None and is_tensor(ctx.kind(func.value))
-        if ctx.qualname(func) == "builtins.len" and len(node.args) == 1:
-            return is_tensor(ctx.kind(node.args[0].value))
-        return False
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, SIZE_OPERATORS):
-        sides = (node.left, node.right)
-        return any(is_size(s, ctx) for s in sides) and all(
-            is_size(s, ctx) or isinstance(s, cst.Integer) for s in sides
-        )
-    return False
+    return changing_size(node, ctx) is not None
 
 
-def _is_whole_shape(node: cst.BaseExpression, ctx) -> bool:
-    """`t.shape` or `t.size()`: a tuple of sizes (bound by unpacking, formatted as a whole)."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
-        return is_tensor(ctx.kind(node.value))
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size":
-        return not node.args and is_tensor(ctx.kind(node.func.value))
-    return False
+_SEQUENCE_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted",
+                                "builtins.reversed"})
+
+
+def _range_size(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
+    """The first changing size among the arguments of `range(...)`, else None."""
+    if isinstance(node, cst.Call) and ctx.qualname(node.func) == "builtins.range":
+        for arg in node.args:
+            if is_size(arg.value, ctx):
+                return arg.value
+    return None
+
+
+def _chunk_count(call: cst.Call, qualname: str | None, ctx) -> cst.BaseExpression | None:
+    """The `chunks` argument of `t.chunk(n)` / `torch.chunk(t, n)`."""
+    args = [a for a in call.args if not a.star]
+    keyword = next((a.value for a in args if a.keyword is not None and a.keyword.value == "chunks"), None)
+    positional = [a.value for a in args if a.keyword is None]
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "chunk" and is_tensor(ctx.kind(func.value)):
+        return keyword if keyword is not None else (positional[0] if positional else None)
+    if qualname == "torch.chunk":
+        return keyword if keyword is not None else (positional[1] if len(positional) > 1 else None)
+    return None
 
 
 class SizeSpecialisedByPython(Rule):
@@ -88,10 +87,20 @@ class SizeSpecialisedByPython(Rule):
     rationale = (
         "After a size first changes, Dynamo makes it symbolic and stops recompiling for new "
         "values, unless Python code needs the exact int: as a dict or list key, as the "
-        "argument of list.index(), or as a Python loop's trip count. Each guards on the value. "
-        "Measured on torch 2.13, four shapes (2, 4) ... (2, 32): the frame compiles on every "
-        "call (4 compilations) for each such use; 2 (the automatic-dynamic recompile) for "
-        "arithmetic, views and comparisons of the same size."
+        "argument of list.index(), as a value tested with `in` against a Python container, as "
+        "a Python loop's trip count (statement or comprehension), as the length of a Python "
+        "list (`list(range(n))`, `[0.0] * n`) or as the number of chunks of `t.chunk(n)`. Each "
+        "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
+        "name or a helper's parameter bound to one, and their integer arithmetic, int(), "
+        "math.ceil/floor and min/max (tcl/sizes.py). Not reported: sizes of parameters and "
+        "buffers (`self.weight.shape[0]`) or of tensors built from constants, and sizes the "
+        "code names as widths (`channels`, `head_dim`, `num_classes`), which do not change "
+        "between calls; len() of a list or tuple of tensors is TCL504's. Measured on torch "
+        "2.13, four shapes (2, 4) ... (2, 32) or (4, 3) ... (10, 3): the frame compiles on "
+        "every call (4 compilations) for each use below, also when the size reaches a helper "
+        "as an argument; 2 (the automatic-dynamic recompile) for arithmetic, views, "
+        "comparisons, np.arange(n), torch.tensor(n), topk(n // 2) and for loops over a width "
+        "or a parameter's size."
     )
     VALID = [Example('''
 import torch
@@ -103,8 +112,77 @@ def fn(x):
     if n % 8 == 0 and x.size(1) > 2:
         x = x * 2
     return x.view(b, n // 2, 2) * scale
-''', calls=SHAPES)]
+''', calls=SHAPES), Example('''
+import torch
+from torch import nn
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Parameter(torch.randn(3, 8))
+
+    def forward(self, x):
+        batch, channels = x.shape
+        out = x
+        for c in range(channels):  # a width: fixed by the model, not by the batch
+            out = out + x[:, c:c + 1]
+        for i in range(self.proj.shape[0]):  # a size of a parameter
+            out = out + self.proj[i]
+        return out
+''', entry="Heads", calls="[(torch.randn(b, 8),) for b in (2, 3, 4, 5)]")]
     INVALID = [
+        Example('''
+import torch
+
+BUCKETS = [4, 8, 16, 32]
+
+def bucket_of(seq_len):
+    return BUCKETS.index(seq_len)  # BREAK
+
+@torch.compile
+def fn(x):
+    return x * bucket_of(x.shape[1])
+''', calls=SHAPES),
+        Example('''
+import math
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[1]
+    for _ in range(math.ceil(n / 4)):  # BREAK
+        x = x + 1
+    return x
+''', calls=SHAPES),
+        Example('''
+import torch
+
+SEEN = {}
+
+@torch.compile
+def fn(x):
+    seq_len = x.size(1)
+    if seq_len in SEEN:  # BREAK
+        return x * 2
+    return x * 3
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[1]
+    keep = list(range(n))  # BREAK
+    return x[:, keep] * len([1.0] * n)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    rows = torch.stack([x[i] * 2 for i in range(x.shape[0])])  # BREAK
+    return rows + torch.cat(x.chunk(x.size(0)), 0)  # BREAK
+''', calls=SQUARE_ROWS),
         Example('''
 import torch
 
@@ -136,32 +214,29 @@ def fn(x):
 ''', calls=SHAPES),
     ]
 
-    # -- where sizes get names ------------------------------------------------------------
-    def visit_Assign(self, node: cst.Assign, ctx) -> None:
-        sizes = _sizes(ctx)
-        for target in node.targets:
-            target = target.target
-            if isinstance(target, cst.Name):
-                (sizes.add if is_size(node.value, ctx) else sizes.discard)(target.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                whole = _is_whole_shape(node.value, ctx)
-                for element in target.elements:
-                    if isinstance(element.value, cst.Name):
-                        (sizes.add if whole else sizes.discard)(element.value.value)
-
     # -- the uses that specialise ---------------------------------------------------------
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "index" and node.args:
             if not is_tensor(ctx.kind(func.value)) and is_size(node.args[0].value, ctx):
                 self._report(node, node.args[0].value, "list.index() argument", ctx)
+            return
+        qualname = ctx.qualname(func)
+        if qualname in _SEQUENCE_BUILDERS and node.args:
+            size = _range_size(node.args[0].value, ctx)
+            if size is not None:
+                self._report(node, size, "length of a Python list", ctx)
+            return
+        pieces = _chunk_count(node, qualname, ctx)
+        if pieces is not None and is_size(pieces, ctx):
+            self._report(node, pieces, "number of chunks", ctx)
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return
         key = node.slice[0].slice.value
         container = node.value
-        if is_size(key, ctx) and not is_tensor(ctx.kind(container)) and not _is_whole_shape(container, ctx):
+        if is_size(key, ctx) and not is_tensor(ctx.kind(container)) and whole_shape(container, ctx) is None:
             self._report(node, key, "key of a Python dict or list lookup", ctx)
 
     def visit_DictElement(self, node: cst.DictElement, ctx) -> None:
@@ -169,16 +244,40 @@ def fn(x):
             self._report(node.key, node.key, "dict key", ctx)
 
     def visit_For(self, node: cst.For, ctx) -> None:
-        iterable = node.iter
-        if isinstance(iterable, cst.Call) and ctx.qualname(iterable.func) == "builtins.range":
-            for arg in iterable.args:
-                if is_size(arg.value, ctx):
-                    self._report(iterable, arg.value, "Python loop's trip count", ctx)
+        self._trip_count(node.iter, ctx)
+
+    def visit_CompFor(self, node: cst.CompFor, ctx) -> None:
+        self._trip_count(node.iter, ctx)  # `[x[i] for i in range(n)]` unrolls the same way
+
+    def _trip_count(self, iterable: cst.BaseExpression, ctx) -> None:
+        size = _range_size(iterable, ctx)
+        if size is not None:
+            self._report(iterable, size, "Python loop's trip count", ctx)
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and is_size(left, ctx):
+                container = target.comparator
+                if not is_tensor(ctx.kind(container)) and whole_shape(container, ctx) is None \
+                        and _range_size(container, ctx) is None:
+                    self._report(node, left, "value tested for membership in a Python container", ctx)
                     return
+            left = target.comparator
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
+        if not isinstance(node.operator, cst.Multiply):
+            return
+        for display, count in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(display, (cst.List, cst.Tuple, cst.ListComp)) and is_size(count, ctx):
+                self._report(node, count, "length of a repeated Python list", ctx)
+                return
 
     def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
         expr = cst.Module([]).code_for_node(size)
-        ctx.report(self, node, self.message.format(expr=f"the size {expr}", use=use))
+        fact = changing_size(size, ctx)
+        why = f" ({fact.why})" if fact is not None and fact.why != expr else ""
+        ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use))
 
 
 SQUARES = "[(torch.randn(n, n),) for n in (4, 6, 8, 10)]"
@@ -192,15 +291,6 @@ def _size_specialising_calls(release: tuple[int, int]) -> dict[str, str]:
 
     facts = torch_facts.facts_for(release)
     return dict(facts.size_specialising_calls or {}) if facts is not None else {}
-
-
-def _held_by_module(node: cst.BaseExpression) -> bool:
-    """`self.weight`, `self.mask[:n]`: a parameter or buffer, whose sizes do not change."""
-    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-            return True
-        node = node.func if isinstance(node, cst.Call) else node.value
-    return False
 
 
 def _is_tensor_receiver(func: cst.Attribute, ctx) -> bool:
@@ -233,27 +323,6 @@ def _splits_dim_zero(call: cst.Call) -> bool:
     positional = [a.value for a in call.args if a.keyword is None]
     dims += positional[1:2]
     return not dims or (isinstance(dims[0], cst.Integer) and dims[0].value == "0")
-
-
-def _batch_size(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
-    """A size of dim 0 (`t.shape[0]`, `t.size(0)`, `len(t)`, a name bound to one, their
-    arithmetic): the batch, which changes between calls. A size of another dim is as often a
-    fixed one (classes, channels, features), so it is not taken as changing here."""
-    if depth > 4:
-        return False
-    if isinstance(node, cst.Name):
-        origin = ctx.origins.get(node.value)
-        return origin is not None and _batch_size(origin, ctx, depth + 1)
-    if isinstance(node, cst.Subscript):
-        index = node.slice[0].slice
-        return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
-    if isinstance(node, cst.Call):
-        if ctx.qualname(node.func) == "builtins.len":
-            return True
-        return bool(node.args) and isinstance(node.args[0].value, cst.Integer) and node.args[0].value.value == "0"
-    if isinstance(node, cst.BinaryOperation):
-        return _batch_size(node.left, ctx, depth + 1) or _batch_size(node.right, ctx, depth + 1)
-    return False
 
 
 def _updated_targets(body: cst.CSTNode) -> set[str]:
@@ -406,7 +475,7 @@ def fn(x):
             if carrier is not None and _is_tensor_receiver(func, ctx):
                 receiver = cst.Module([]).code_for_node(func.value)
                 if carrier == "receiver":
-                    if _held_by_module(func.value) or (method == "Tensor.split" and not _splits_by_int(node, ctx)):
+                    if fixed_tensor(func.value, ctx) or (method == "Tensor.split" and not _splits_by_int(node, ctx)):
                         return
                     what = f"on {receiver}, whose sizes follow the inputs"
                     ctx.report(self, node, self.message.format(call=f".{func.attr.value}()", what=what))
@@ -420,8 +489,10 @@ def fn(x):
 
     def _report_sized(self, node: cst.Call, call: str, ctx) -> None:
         for arg in node.args:
-            if is_size(arg.value, ctx) and _batch_size(arg.value, ctx):
-                what = f"takes the size {_text(arg.value)}"
+            size = size_of(arg.value, ctx)
+            if size is not None and size.varies is True:
+                what = f"takes the size {_text(arg.value)} ({size.why})" if size.why != _text(arg.value) else \
+                    f"takes the size {_text(arg.value)}"
             elif is_changing_int(arg.value, ctx):
                 what = f"takes {_text(arg.value)}, an int this function changes on every call"
             else:

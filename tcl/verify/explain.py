@@ -82,8 +82,14 @@ def _use_of(source: str) -> str:
     source = re.sub(r"\.shape\[[^\]]*\]|\.size\([^)]*\)(?:\[[^\]]*\])?", ".shape", source)
     if re.search(r"\.index\(", source):
         return "index"
+    if re.search(r"\.chunk\(|\bchunk\(", source):
+        return "chunk"
+    if re.search(r"\b(list|tuple|set|sorted)\(\s*range\(|\]\s*\*\s*[\w.(]|[\w.)]\s*\*\s*\[", source):
+        return "list"
     if re.search(r"\brange\(", source):
         return "range"
+    if re.search(r"\bin\b", source) and not re.search(r"\bfor\b", source):
+        return "member"
     if re.search(r"\b(str|repr)\(|\bf['\"]|\.format\(", source):
         return "string"
     if re.search(r"\.get\(|\w\[[^\]:]*\]", source):
@@ -95,6 +101,9 @@ def _use_of(source: str) -> str:
 
 _USE_TEXT = {
     "index": "needs the size as a Python int (list.index() of a size)",
+    "chunk": "splits a tensor into as many chunks as the size (one graph per count)",
+    "list": "builds a Python list as long as the size",
+    "member": "tests whether the size is in a Python container",
     "range": "uses the size as a Python loop's trip count",
     "string": "turns the size into a string",
     "lookup": "looks a Python dict or list up by the size",
@@ -115,6 +124,15 @@ def _rewrite(use: str, source: str) -> str:
         table = match.group(1) if match else "the table"
         return (f"index a tensor instead of the Python {table} (its values as a tensor, indexed by "
                 "a tensor), or compute the table once (in __init__ or before the call) and pass the value in")
+    if use == "chunk":
+        return ("split into chunks of a fixed size instead (t.split(k) with k constant, or a view "
+                "t.view(n, -1, ...)), so that the number of pieces stays symbolic")
+    if use == "list":
+        return ("build a tensor instead of the Python list (torch.arange(n) for list(range(n)), "
+                "torch.full((n,), v) for [v] * n): its length stays symbolic")
+    if use == "member":
+        return ("keep the table as a tensor and test `(table == size).any()` in tensor code, or decide "
+                "once outside the compiled function and pass the result in")
     if use == "range":
         return ("vectorise the loop: one tensor op over the whole dimension (cumsum, a batched matmul, "
                 "torch.where over a mask) instead of a Python loop that runs once per element")

@@ -1,0 +1,300 @@
+"""Size provenance: which Python ints are sizes of the inputs, and whether they change between calls.
+
+The recompile rules (TCL505, TCL506) matter only for sizes that change from call to call: a
+Python loop over `x.shape[0]` recompiles on every new batch, the same loop over
+`self.weight.shape[0]` or over a channel count never does. This module answers, for an
+expression in a traced function, "is this a size, and does it follow the inputs?", from the
+evidence in the source:
+
+* a *size* is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor `t`, a name bound to one (also
+  `b, n, d = x.shape`, element by element), a parameter every traced caller fills with a size
+  (`FunctionWalker.sized`), and their integer arithmetic, `int()`, `math.ceil/floor`, `min/max`
+  and `abs`;
+* a size of a tensor a module holds (`self.weight`, a name bound to it) or of a tensor built
+  from constants (`torch.zeros(3, 4)`) is *fixed*: it is not reported;
+* it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
+  one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);
+  a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed; any
+  other dim is *unknown* (`None`), which TCL505 still reports and TCL506 does not.
+
+Names are evidence of the author's intent, not proof; each finding says which evidence it used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from .dataflow import Kind, is_tensor
+
+SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+# Inside int()/math.ceil()/math.floor() a true division of a size is still integer-valued.
+_DIVIDING = SIZE_OPERATORS + (cst.Divide,)
+_WRAPPERS = frozenset({"builtins.int", "math.ceil", "math.floor", "builtins.abs", "builtins.round"})
+_MIN_MAX = frozenset({"builtins.min", "builtins.max"})
+# Factories whose result has the sizes given as arguments: constant arguments, fixed sizes.
+_FACTORIES = frozenset({
+    "torch.zeros", "torch.ones", "torch.empty", "torch.eye", "torch.full", "torch.randn", "torch.rand",
+    "torch.tensor", "torch.arange", "torch.linspace",
+})
+# Methods that keep their receiver's sizes, or permute them.
+_VIEW_METHODS = frozenset({
+    "to", "float", "double", "half", "bfloat16", "long", "int", "bool", "detach", "clone", "contiguous",
+    "cpu", "cuda", "type_as", "requires_grad_", "t", "transpose", "permute", "unsqueeze", "squeeze",
+})
+
+# Words of a size's name. A length (changes with the data) or a width (fixed by the model).
+_LENGTH_WORDS = frozenset({
+    "batch", "bsz", "bs", "b", "seq", "seqlen", "len", "length", "lengths", "time", "t", "steps",
+    "frames", "tokens", "n", "l", "samples", "nsamples", "timesteps", "height", "width", "positions",
+    "queries", "keys", "q", "k", "points", "nodes", "rows", "views", "chunks",
+})
+_WIDTH_WORDS = frozenset({
+    "c", "ch", "chan", "chans", "channel", "channels", "dim", "dims", "d", "hidden", "feature",
+    "features", "feat", "feats", "head", "heads", "class", "classes", "emb", "embed", "embedding",
+    "model", "groups", "group", "vocab", "filters", "kernel", "order", "rank", "bins", "codebook",
+    "experts", "layers", "depth", "dimension", "units", "hd", "nh", "nc", "ndim",
+})
+
+
+@dataclass(frozen=True)
+class Size:
+    """A size expression: whether it changes between calls (True / False / None: unknown) and
+    the evidence for that, as the finding states it."""
+
+    varies: bool | None
+    why: str
+
+
+def _words(name: str) -> list[str]:
+    parts = re.split(r"_+|(?<=[a-z])(?=[A-Z])", name)
+    return [p.lower() for p in parts if p]
+
+
+def varies_by_name(name: str) -> bool | None:
+    """True for `seq_len`, `n_frames`, `T`; False for `channels`, `head_dim`, `num_classes`."""
+    words = _words(name)
+    if any(w in _WIDTH_WORDS for w in words):
+        return False
+    if any(w in _LENGTH_WORDS for w in words):
+        return True
+    return None
+
+
+def _text(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _int_value(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value, 0)
+    return None
+
+
+def held_by_module(node: cst.BaseExpression, ctx=None) -> bool:
+    """`self.weight`, `self.pe[:, :10]`, `self.w.t()`: a parameter or buffer, or a view of one
+    that no changing size cuts, whose sizes do not change between calls. A call of a
+    submodule (`self.norm(x)`) gives a value of the input's sizes: not held."""
+    if isinstance(node, cst.Attribute):
+        value = node.value
+        return (isinstance(value, cst.Name) and value.value == "self") or held_by_module(value, ctx)
+    if isinstance(node, cst.Subscript):
+        if ctx is not None and any(_cut_by_size(element, ctx) for element in node.slice):
+            return False  # `self.mask[:seq_len]` follows the sequence
+        return held_by_module(node.value, ctx)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _VIEW_METHODS:
+        return held_by_module(node.func.value, ctx)
+    return False
+
+
+def _cut_by_size(element: cst.SubscriptElement, ctx) -> bool:
+    parts = [element.slice.lower, element.slice.upper] if isinstance(element.slice, cst.Slice) else \
+        [element.slice.value]
+    for part in parts:
+        if part is None:
+            continue
+        size = size_of(part, ctx)
+        if size is not None and size.varies is not False:
+            return True
+    return False
+
+
+def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """A tensor whose sizes cannot follow the inputs: held by the module, built by a factory
+    from constants, a name bound to one, or a size-keeping method of one (`.to()`, `.float()`)."""
+    if depth > 6:
+        return False
+    if held_by_module(node, ctx):
+        return True
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        return origin is not None and fixed_tensor(origin, ctx, depth + 1)
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEW_METHODS:
+            return fixed_tensor(func.value, ctx, depth + 1)
+        if ctx.qualname(func) in _FACTORIES:
+            return all(_constant(a.value) for a in node.args if a.keyword is None)
+    return False
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_constant(e.value) for e in node.elements)
+    if isinstance(node, cst.UnaryOperation):
+        return _constant(node.expression)
+    return False
+
+
+def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
+    if not is_tensor(ctx.kind(tensor)):
+        return None
+    if fixed_tensor(tensor, ctx):
+        return Size(False, f"a size of {_text(tensor)}, which the module holds or builds from constants")
+    if dim == 0:
+        return Size(True, f"dim 0 of {_text(tensor)} (the batch)")
+    return Size(None, f"dim {dim} of {_text(tensor)}" if dim is not None else f"a size of {_text(tensor)}")
+
+
+_CONTAINER_ANNOTATIONS = frozenset({
+    "list", "List", "tuple", "Tuple", "Sequence", "Iterable", "dict", "Dict", "Mapping", "MutableSequence",
+})
+_CONTAINER_WORDS = frozenset({"tuple", "list", "dict", "pairs"})
+
+
+def python_container(node: cst.BaseExpression, ctx) -> bool:
+    """A list, tuple or dict of tensors (`xs: List[Tensor]`, `indices_tuple`, a display): its
+    len() counts elements, not a tensor's rows (the kinds call it tensor data all the same)."""
+    if not isinstance(node, cst.Name):
+        return isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp))
+    name = node.value
+    if name in getattr(ctx, "tuple_env", {}) or any(w in _CONTAINER_WORDS for w in _words(name)):
+        return True
+    origin = ctx.origins.get(name)
+    if origin is not None:
+        return python_container(origin, ctx) if not isinstance(origin, cst.Name) else False
+    if ctx.is_parameter(name):
+        for param in _params(ctx.function.node.params):
+            if param.name.value == name and param.annotation is not None:
+                head = param.annotation.annotation
+                head = head.value if isinstance(head, cst.Subscript) else head
+                text = head.attr.value if isinstance(head, cst.Attribute) else getattr(head, "value", "")
+                return text in _CONTAINER_ANNOTATIONS
+    return False
+
+
+def _params(params: cst.Parameters):
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+
+
+def whole_shape(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
+    """The tensor of `t.shape` / `t.size()` (a tuple of sizes), else None."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape" and is_tensor(ctx.kind(node.value)):
+        return node.value
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+            and not node.args and is_tensor(ctx.kind(node.func.value)):
+        return node.func.value
+    return None
+
+
+def size_of(node: cst.BaseExpression, ctx, depth: int = 0, operators=SIZE_OPERATORS) -> Size | None:
+    """The Size of `node` when it is a size expression (see the module docstring), else None."""
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Name):
+        return _named_size(node.value, ctx, depth)
+    if isinstance(node, cst.Subscript):
+        value = node.value
+        if (isinstance(value, cst.Attribute) and value.attr.value == "shape" and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)):
+            return _dim_size(value.value, _int_value(node.slice[0].slice.value), ctx)
+        return None
+    if isinstance(node, cst.Call):
+        func = node.func
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1 and positional:
+            return _dim_size(func.value, _int_value(positional[0]), ctx)
+        qualname = ctx.qualname(func)
+        if qualname == "builtins.len" and len(positional) == 1:
+            return None if python_container(positional[0], ctx) else _dim_size(positional[0], 0, ctx)
+        if qualname in _WRAPPERS and positional:
+            return size_of(positional[0], ctx, depth + 1, _DIVIDING)
+        if qualname in _MIN_MAX and len(positional) >= 2:
+            # `min(seq_len, self.max_len)`: still the size whenever it is the smaller one.
+            sizes = [s for s in (size_of(a, ctx, depth + 1) for a in positional) if s is not None]
+            return _strongest(sizes)
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, operators):
+        sides = [node.left, node.right]
+        sizes = [size_of(s, ctx, depth + 1, operators) for s in sides]
+        if not any(sizes):
+            return None
+        if not all(s is not None or isinstance(side, (cst.Integer, cst.Float)) or _plain_int(side, ctx)
+                   for s, side in zip(sizes, sides)):
+            return None
+        return _strongest([s for s in sizes if s is not None])
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return size_of(node.expression, ctx, depth + 1, operators)
+    return None
+
+
+def _plain_int(node: cst.BaseExpression, ctx) -> bool:
+    """`self.block_size`, `stride`: a Python value the code combines with a size (not tensor
+    data, not a number read out of it)."""
+    if isinstance(node, cst.Name) or (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                                      and node.value.value == "self"):
+        return ctx.kind(node) not in (Kind.TENSOR, Kind.BOOL_TENSOR, Kind.SCALAR)
+    return False
+
+
+def _strongest(sizes: list[Size]) -> Size | None:
+    """The size that says most about change: one that varies, else unknown, else fixed."""
+    for wanted in (True, None, False):
+        for size in sizes:
+            if size.varies is wanted:
+                return size
+    return None
+
+
+def _named_size(name: str, ctx, depth: int) -> Size | None:
+    sized = getattr(ctx, "sized", None) or {}
+    if name in sized and ctx.is_parameter(name):
+        varies = sized[name]
+        return Size(varies if varies is not None else varies_by_name(name),
+                    f"{name}, a size at every traced call site")
+    origin = ctx.origins.get(name)
+    if origin is None:
+        return None
+    size = size_of(origin, ctx, depth + 1)
+    if size is None:
+        return None
+    if size.varies is None:
+        by_name = varies_by_name(name)
+        if by_name is not None:
+            return Size(by_name, f"{name} = {size.why}, named as a {'length' if by_name else 'width'}")
+    return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why)
+
+
+def unpacked_shape_origins(elements: list[cst.BaseExpression], value: cst.BaseExpression, ctx) -> dict:
+    """`b, n, d = x.shape`: name -> the synthetic `x.shape[i]` it holds (up to a starred element)."""
+    tensor = whole_shape(value, ctx)
+    if tensor is None:
+        return {}
+    out = {}
+    for i, element in enumerate(elements):
+        if isinstance(element, cst.StarredElement):
+            break
+        if isinstance(element, cst.Name):
+            out[element.value] = cst.Subscript(
+                value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
+                slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(i))))],
+            )
+    return out

@@ -1,0 +1,158 @@
+"""Size provenance (tcl/sizes.py): which sizes the recompile rules treat as changing between
+calls, and the evidence each finding states. The compile counts behind these choices are the
+rule examples' (tests/test_rule_examples.py); here the analysis itself is pinned on small sources."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tcl.engine import Analyzer
+from tcl.config import Config
+from tcl.sizes import varies_by_name
+
+
+def findings(source: str, code: str = "TCL505"):
+    analyzer = Analyzer(Config(torch_version="2.13"))
+    report = analyzer.check_source(textwrap.dedent(source), "m.py")
+    return [f for f in report.findings if f.code == code]
+
+
+@pytest.mark.parametrize("name, varies", [
+    ("seq_len", True), ("n_frames", True), ("T", True), ("batch_size", True), ("num_tokens", True),
+    ("channels", False), ("head_dim", False), ("num_classes", False), ("num_heads", False), ("d_model", False),
+    ("offset", None), ("m", None),
+])
+def test_names_say_length_or_width(name, varies):
+    assert varies_by_name(name) is varies
+
+
+def test_sizes_of_module_state_and_constants_are_fixed():
+    assert findings("""
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(3, 4))
+
+            def forward(self, x):
+                w = self.w.t()
+                table = torch.zeros(5, 2)
+                for i in range(self.w.shape[0]):
+                    x = x + 1
+                for j in range(w.size(0)):
+                    x = x + 1
+                for k in range(len(table)):
+                    x = x + 1
+                return x
+        """) == []
+
+
+def test_a_cut_of_module_state_by_a_changing_size_follows_the_input():
+    found = findings("""
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("mask", torch.ones(64, 64))
+
+            def forward(self, x):
+                seq_len = x.shape[1]
+                mask = self.mask[:seq_len]
+                for i in range(mask.shape[0]):
+                    x = x + 1
+                return x
+        """)
+    assert [f.line for f in found] == [13]
+
+
+def test_unpacked_shapes_are_judged_by_position_and_name():
+    found = findings("""
+        import torch
+
+        @torch.compile
+        def fn(x):
+            b, n, channels = x.shape
+            for i in range(b):
+                x = x + 1
+            for j in range(n):
+                x = x + 1
+            for c in range(channels):
+                x = x + 1
+            return x
+        """)
+    assert [f.line for f in found] == [7, 9]
+    assert "b = dim 0 of x (the batch)" in found[0].message
+    assert "named as a length" in found[1].message
+
+
+def test_len_of_a_list_of_tensors_is_not_a_size():
+    assert findings("""
+        import torch
+        from typing import List
+
+        @torch.compile
+        def fn(x, crops: List[torch.Tensor], indices_tuple):
+            for i in range(len(crops)):
+                x = x + crops[i]
+            for j in range(len(indices_tuple)):
+                x = x + 1
+            return x
+        """) == []
+
+
+def test_a_size_reaches_a_helper_through_its_parameter():
+    found = findings("""
+        import torch
+
+        PLANS = [4, 8, 16]
+
+        def plan_index(length, width):
+            first = PLANS.index(length)
+            return first + PLANS.index(width)
+
+        @torch.compile
+        def fn(x, y):
+            return x * plan_index(x.shape[0], 8) * plan_index(y.shape[0], 4)
+        """)
+    assert [f.line for f in found] == [7]
+    assert "a size at every traced call site" in found[0].message
+
+
+def test_int_ceil_and_min_of_a_size_are_sizes():
+    found = findings("""
+        import math
+        import torch
+
+        @torch.compile
+        def fn(x):
+            n = x.shape[0]
+            for i in range(int(n / 2)):
+                x = x + 1
+            for j in range(math.ceil(n / 4)):
+                x = x + 1
+            for k in range(min(n, 16)):
+                x = x + 1
+            return x
+        """)
+    assert [f.line for f in found] == [8, 10, 12]
+
+
+def test_tcl506_needs_a_size_that_varies():
+    found = findings("""
+        import torch
+
+        @torch.compile
+        def fn(x, feats):
+            n = x.shape[0]
+            features = feats.shape[1]
+            a = torch.triu_indices(n, n, 1)
+            b = torch.triu_indices(features, features, 1)
+            return a, b
+        """, code="TCL506")
+    assert [f.line for f in found] == [8]
