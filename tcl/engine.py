@@ -29,10 +29,8 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
-from .walker import (
-    Candidate, FunctionResult, FunctionWalker, crossed_params, entry_param_kinds, helper_param_kinds, sized_params,
-    tuple_params,
-)
+from .params import crossed_params, entry_param_kinds, helper_param_kinds, sized_params, tuple_params
+from .walker import Candidate, FunctionResult, FunctionWalker
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
 PREFILTER_WORDS = ("torch", "forward")  # `compile` alone would admit every re.compile() file

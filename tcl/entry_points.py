@@ -22,7 +22,7 @@ import libcst as cst
 from . import entries as entries_module
 from .dataflow import Kind
 from .module_index import FunctionInfo
-from .walker import entry_param_kinds
+from .params import entry_param_kinds
 
 
 class EntryPoints:

@@ -1,7 +1,7 @@
 """What a function's own body says its parameters hold: tensor data, or plain Python values.
 
 A parameter torch.compile fills from outside (`forward(self, x, n, state=None)`) is taken for a
-tensor unless its name, default or annotation says otherwise (walker._param_kind). That guess
+tensor unless its name, default or annotation says otherwise (params._param_kind). That guess
 is wrong for counts, options and containers, and every branch on them then reads as a branch
 on tensor data. The body is better evidence, read here without running anything:
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from .dataflow import Kind, is_tensor
-from .walker import helper_param_kinds
+from .params import helper_param_kinds
 
 if TYPE_CHECKING:
     from .module_index import FunctionInfo

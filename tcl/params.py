@@ -1,0 +1,201 @@
+"""Parameter kinds: what a traced function's parameters hold before its body is walked.
+
+For an entry (a function torch.compile traces directly) they are tensors unless the signature or
+the body says otherwise (`entry_param_kinds`, with tcl/evidence.py's reading of the body); for a
+helper they are what its traced callers pass, joined over every call site (`helper_param_kinds`),
+together with the facts call sites carry besides kinds: values live across a graph break
+(`crossed_params`), tuple displays (`tuple_params`) and sizes of the inputs (`sized_params`,
+tcl/sizes.py). The walker (tcl/walker.py) records the call sites; the engine joins them here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import libcst as cst
+
+from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
+from .evidence import EVIDENCE_KINDS, parameter_evidence
+from .kinds import SELF
+from .module_index import FunctionInfo
+
+if TYPE_CHECKING:
+    from .walker import CallSite
+
+
+def all_params(params: cst.Parameters) -> Iterable[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg
+
+
+def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
+    """Parameters of a function torch.compile traces directly: tensors unless they say otherwise,
+    by their signature or by how the body uses them (tcl/evidence.py)."""
+    kinds: dict[str, Kind] = {}
+    params = function.node.params
+    positional = list(params.posonly_params) + list(params.params)
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        if i == 0 and function.owner is not None and not function.is_staticmethod and name in (SELF, "cls"):
+            continue
+        kinds[name] = _param_kind(param, default_kind=Kind.TENSOR)
+    assumed = {name for name, kind in kinds.items() if is_tensor(kind)}
+    if assumed:
+        for name, what in body_evidence(function).items():
+            if name in assumed and what in EVIDENCE_KINDS:
+                kinds[name] = EVIDENCE_KINDS[what]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            kinds[star.name.value] = Kind.UNKNOWN
+    return kinds
+
+
+# Parameter names that by near-universal convention carry flags, counts and options, not tensors
+# (`output_attentions=None`, `use_cache`, `return_dict`, `num_heads`, `layer_idx`, ...).
+# Verbs: a flag whatever follows (`output_hidden_states` is a bool, not hidden states).
+STRONG_FLAG_PREFIXES = (
+    "output_", "return_", "use_", "do_", "enable_", "disable_", "apply_", "skip_", "should_",
+    "with_", "interpolate_", "keep_", "need_", "add_", "allow_", "force_", "run_",
+)
+# Weaker: `is_causal` is a flag, `is_index_masked` is a mask (see TENSOR_WORDS).
+FLAG_PREFIXES = ("is_", "has_", "num_", "n_", "max_", "min_")
+FLAG_SUFFIXES = ("_idx", "_len", "_length", "_size", "_dim", "_mode", "_type", "_flag", "_only", "_kwargs", "_name")
+FLAG_NAMES = frozenset({
+    "training", "train", "dim", "deterministic", "inplace", "mode", "verbose", "debug", "eps",
+    "causal", "is_causal", "dropout", "p", "kwargs", "config", "step", "epoch",
+})
+# ... unless the name says it holds data: `is_index_global_attn`, `num_items_mask`.
+TENSOR_WORDS = ("mask", "index", "indices", "ids", "tensor", "states", "weights", "logits", "labels", "embeds")
+# Cache objects (transformers' Cache, tuples of past keys/values): not tensor data themselves.
+OBJECT_NAMES = frozenset({"past_key_values", "past_key_value", "layer_past", "cache", "kv_cache", "past"})
+OBJECT_PREFIXES = ("past_",)
+
+
+_EVIDENCE: dict[int, tuple[cst.CSTNode, dict[str, str]]] = {}
+
+
+def body_evidence(function: FunctionInfo) -> dict[str, str]:
+    """tcl/evidence.py's reading of the function's parameters, once per function node."""
+    node = function.node
+    kept = _EVIDENCE.get(id(node))
+    if kept is None or kept[0] is not node:
+        if len(_EVIDENCE) > 20_000:
+            _EVIDENCE.clear()
+        names = {p.name.value for p in all_params(node.params)}
+        kept = _EVIDENCE[id(node)] = (node, parameter_evidence(node.body, names, function.index))
+    return kept[1]
+
+
+def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
+    name = param.name.value
+    if param.default is not None and constant_kind(param.default) and not (
+        isinstance(param.default, cst.Name) and param.default.value == "None"
+    ):
+        return Kind.META  # `flag=False`, `dim=-1`: a Python constant whatever the annotation says
+    if default_kind == Kind.TENSOR and name.startswith(STRONG_FLAG_PREFIXES):
+        return Kind.META
+    if name in OBJECT_NAMES or name.startswith(OBJECT_PREFIXES):
+        return Kind.UNKNOWN  # `past_buckets_states`: a cache object, whatever else the name says
+    if default_kind == Kind.TENSOR and not any(word in name for word in TENSOR_WORDS):
+        if name in FLAG_NAMES or name.startswith(FLAG_PREFIXES) or name.endswith(FLAG_SUFFIXES):
+            return Kind.META  # before the annotation: `output_attentions: Tensor | None` exists
+    annotated = annotation_kind(param.annotation)
+    if annotated is not None and annotated != Kind.UNKNOWN:
+        return annotated
+    if param.default is not None:
+        if isinstance(param.default, cst.Name) and param.default.value == "None":
+            return default_kind
+        return Kind.UNKNOWN
+    return default_kind if annotated is None else Kind.UNKNOWN
+
+
+def _positional_params(function: FunctionInfo) -> list[cst.Param]:
+    """The parameters call sites fill by position: a method's `self`/`cls` left out."""
+    params = function.node.params
+    positional = list(params.posonly_params) + list(params.params)
+    if function.owner is not None and not function.is_staticmethod and positional and positional[0].name.value in (SELF, "cls"):
+        positional = positional[1:]
+    return positional
+
+
+def _positional_names(function: FunctionInfo) -> list[str]:
+    return [param.name.value for param in _positional_params(function)]
+
+
+def _named(positional: list[str], key):
+    return positional[key] if isinstance(key, int) and key < len(positional) else key
+
+
+def crossed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset:
+    """Parameters that every call site fills with a value live at a graph break of the caller."""
+    positional = _positional_names(function)
+    names = None
+    for site in sites:
+        here = {_named(positional, a) for a in site.crossed}
+        names = here if names is None else names & here
+    return frozenset(n for n in names or () if isinstance(n, str))
+
+
+def tuple_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, tuple[Kind, ...]]:
+    """Parameters every call site fills with a tuple display (`(self.pad, extra)`): the kinds of
+    its elements, joined over the sites, so `left, right = paddings` types each name."""
+    positional = _positional_names(function)
+    found: dict[str, tuple[Kind, ...]] | None = None
+    for site in sites:
+        here = {_named(positional, key): kinds for key, kinds in site.tuples.items()}
+        if found is None:
+            found = {k: v for k, v in here.items() if isinstance(k, str)}
+        else:
+            found = {
+                name: tuple(join(a, b) for a, b in zip(kinds, here[name]))
+                for name, kinds in found.items()
+                if name in here and len(here[name]) == len(kinds)
+            }
+    return found or {}
+
+
+def sized_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, bool | None]:
+    """Parameters every call site fills with a size of its inputs (tcl/sizes.py): whether it
+    varies, True only where it does at every site."""
+    positional = _positional_names(function)
+    found: dict | None = None
+    for site in sites:
+        here = {_named(positional, key): varies for key, varies in site.sizes.items()}
+        here = {k: v for k, v in here.items() if isinstance(k, str)}
+        found = here if found is None else {
+            name: (True if varies is True and here[name] is True else None)
+            for name, varies in found.items() if name in here
+        }
+    return found or {}
+
+
+def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[str, Kind]:
+    """Parameters of a helper: what its callers in traced code pass (joined over call sites)."""
+    params = function.node.params
+    positional = _positional_params(function)
+    kinds: dict[str, Kind] = {}
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        seen: Kind | None = None
+        for args, keywords, *_ in sites:
+            if name in keywords:
+                site_kind = keywords[name]
+            elif i < len(args) and param in positional:
+                site_kind = args[i]
+            else:
+                site_kind = _param_kind(param, default_kind=Kind.UNKNOWN) if param.default is not None else Kind.UNKNOWN
+            seen = site_kind if seen is None else join(seen, site_kind)
+        if seen is None or seen == Kind.UNKNOWN:
+            # No evidence from the callers: what the signature promises (annotations are often
+            # wrong in practice, so they only fill gaps).
+            seen = _param_kind(param, default_kind=Kind.UNKNOWN)
+        kinds[name] = seen
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            kinds[star.name.value] = Kind.UNKNOWN
+    return kinds
