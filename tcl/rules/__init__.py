@@ -11,6 +11,7 @@ from .data_dependent import (
     DataDependentBranch, ItemCall, ScalarConversion, SequenceCompareWithTensor, TensorAsSize,
     TensorAssertWithMessage, TolistCall,
 )
+from .data_reads import DataReadAsCount
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .containers import GrowingContainer
 from .recompiles import (
@@ -39,7 +40,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         RngStateInCompiledRegion, HookRegisteredInCompiledRegion, SortByTensor,
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
-        SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer,
+        SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
     ],
     key=lambda rule: rule.code,
 ))
