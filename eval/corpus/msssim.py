@@ -69,12 +69,6 @@ def ssim_fn(shape=0):
     return ssim, _pair(shape, _IMG), {"data_range": 255, "size_average": True}
 
 
-def ssim_per_image(shape=0):
-    from pytorch_msssim import ssim
-
-    return ssim, _pair(shape, _IMG, scale=1.0), {"data_range": 1.0, "size_average": False, "nonnegative_ssim": True}
-
-
 def ms_ssim_fn(shape=0):
     from pytorch_msssim import ms_ssim
 
@@ -122,7 +116,6 @@ def ssim_video(shape=0):
 
 MODELS = {
     "msssim_ssim_fn": ("eval", ssim_fn),
-    "msssim_ssim_per_image": ("eval", ssim_per_image),
     "msssim_ms_ssim_fn": ("eval", ms_ssim_fn),
     "msssim_ms_ssim_small_window": ("eval", ms_ssim_small_window),
     "msssim_ssim_module": ("eval", ssim_module),

@@ -1,5 +1,5 @@
 """performer-pytorch: FAVOR+ linear attention, as its README uses it: `PerformerLM` (bidirectional
-and causal, with local-attention heads, reversible layers, generalized attention), `Performer`
+and causal, with local-attention heads, reversible layers), `Performer`
 on embeddings, `SelfAttention`, `FastAttention`, the `AutoregressiveWrapper` loss and sampling,
 and `PerformerEncDec`.  Batch 2 -> 3 -> 4, sequence 16 -> 24 -> 32 tokens.
 """
@@ -59,12 +59,6 @@ def lm_reversible_train(shape=0):
     return AutoregressiveWrapper(net).train(), (_ids(shape, extra=1),), {}
 
 
-def lm_generalized_axial(shape=0):
-    """Generalized attention (ReLU kernel), axial positional embedding, shifted tokens."""
-    return _lm(generalized_attention=True, rotary_position_emb=False, axial_position_emb=True,
-               axial_position_shape=(8, 8), shift_tokens=True).eval(), (_ids(shape),), {}
-
-
 def encoder(shape=0):
     from performer_pytorch import Performer
 
@@ -113,7 +107,6 @@ MODELS = {
     "performer_lm_causal_train": ("train", lm_causal_train),
     "performer_lm_local_heads": ("eval", lm_local_heads),
     "performer_lm_reversible_train": ("train", lm_reversible_train),
-    "performer_lm_generalized_axial": ("eval", lm_generalized_axial),
     "performer_encoder": ("eval", encoder),
     "performer_self_attention_train": ("train", self_attention_train),
     "performer_fast_attention": ("eval", fast_attention),

@@ -99,7 +99,8 @@ def crf_llh_seq_first(shape=0):
     from torchcrf import CRF
 
     crf = CRF(_TAGS).train()
-    return crf, (_emissions(shape, batch_first=False, grad=True), _tags(shape, batch_first=False)), {"reduction": "none"}
+    args = (_emissions(shape, batch_first=False, grad=True), _tags(shape, batch_first=False))
+    return crf, args, {"reduction": "none"}
 
 
 def crf_decode(shape=0):
