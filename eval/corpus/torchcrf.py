@@ -95,19 +95,12 @@ def crf_llh_masked(shape=0):
 
 
 def crf_llh_seq_first(shape=0):
-    """The default layout (seq_len, batch, tags), no reduction."""
+    """The default layout (seq_len, batch, tags), a (seq_len, batch) mask, no reduction."""
     from torchcrf import CRF
 
     crf = CRF(_TAGS).train()
     args = (_emissions(shape, batch_first=False, grad=True), _tags(shape, batch_first=False))
-    return crf, args, {"reduction": "none"}
-
-
-def crf_decode(shape=0):
-    from torchcrf import CRF
-
-    crf = CRF(_TAGS, batch_first=True).eval()
-    return crf.decode, (_emissions(shape),), {}
+    return crf, args, {"mask": _mask(shape).t().contiguous(), "reduction": "none"}
 
 
 def crf_decode_masked(shape=0):
@@ -134,7 +127,6 @@ MODELS = {
     "torchcrf_llh": ("train", crf_llh),
     "torchcrf_llh_masked": ("train", crf_llh_masked),
     "torchcrf_llh_seq_first": ("train", crf_llh_seq_first),
-    "torchcrf_decode": ("eval", crf_decode),
     "torchcrf_decode_masked": ("eval", crf_decode_masked),
     "torchcrf_bilstm_crf_train": ("train", bilstm_crf_train),
     "torchcrf_bilstm_crf_decode": ("eval", bilstm_crf_decode),
