@@ -1,5 +1,7 @@
 """pytorch-crf (`torchcrf`): a linear-chain CRF, used as its README shows (`crf(emissions,
-tags, mask=mask)` is the log-likelihood, `crf.decode(emissions)` the Viterbi paths) and inside
+tags, mask=mask)` is the log-likelihood, `crf.decode(emissions, mask=mask)` the Viterbi
+paths; always with a bool mask: without one the CRF builds a uint8 mask that torch.compile
+rejects) and inside
 the usual BiLSTM-CRF / embedding-CRF taggers whose training forward returns the negative
 log-likelihood.  Batch 2 -> 3 -> 4, sequence length 6 -> 9 -> 12, 5 tags.
 """
@@ -81,12 +83,6 @@ def _ids(shape):
     return torch.randint(1, _VOCAB, (_BATCH[shape], _SEQ[shape]))
 
 
-def crf_llh(shape=0):
-    from torchcrf import CRF
-
-    return CRF(_TAGS, batch_first=True).train(), (_emissions(shape, grad=True), _tags(shape)), {}
-
-
 def crf_llh_masked(shape=0):
     from torchcrf import CRF
 
@@ -124,7 +120,6 @@ def conv_crf_train(shape=0):
 
 
 MODELS = {
-    "torchcrf_llh": ("train", crf_llh),
     "torchcrf_llh_masked": ("train", crf_llh_masked),
     "torchcrf_llh_seq_first": ("train", crf_llh_seq_first),
     "torchcrf_decode_masked": ("eval", crf_decode_masked),
