@@ -1,9 +1,8 @@
 """pytorch-crf (`torchcrf`): a linear-chain CRF, used as its README shows (`crf(emissions,
 tags, mask=mask)` is the log-likelihood, `crf.decode(emissions, mask=mask)` the Viterbi
-paths; always with a bool mask: without one the CRF builds a uint8 mask that torch.compile
-rejects) and inside
-the usual BiLSTM-CRF / embedding-CRF taggers whose training forward returns the negative
-log-likelihood.  Batch 2 -> 3 -> 4, sequence length 6 -> 9 -> 12, 5 tags.
+paths; bool masks of right-padded sequences) and inside the usual BiLSTM-CRF / conv-CRF
+taggers whose training forward returns the negative log-likelihood.  Batch 2 -> 3 -> 4,
+sequence length 6 -> 9 -> 12, 5 tags.
 """
 
 from __future__ import annotations
