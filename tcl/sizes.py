@@ -138,8 +138,14 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
         if isinstance(func, cst.Attribute) and func.attr.value in _VIEW_METHODS:
             return fixed_tensor(func.value, ctx, depth + 1)
         if ctx.qualname(func) in _FACTORIES:
-            return all(_constant(a.value) for a in node.args if a.keyword is None)
+            return all(_constant(a.value) or _fixed_size(a.value, ctx, depth) for a in node.args if a.keyword is None)
     return False
+
+
+def _fixed_size(node: cst.BaseExpression, ctx, depth: int) -> bool:
+    """`torch.zeros(self.w.shape[0], channels)`: a size argument that never changes."""
+    size = size_of(node, ctx, depth + 1)
+    return size is not None and size.varies is False
 
 
 def _constant(node: cst.BaseExpression) -> bool:

@@ -156,3 +156,23 @@ def test_tcl506_needs_a_size_that_varies():
             return a, b
         """, code="TCL506")
     assert [f.line for f in found] == [8]
+
+
+def test_a_factory_of_fixed_sizes_builds_a_fixed_tensor():
+    found = findings("""
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(3, 4))
+
+            def forward(self, x):
+                fixed = torch.zeros(self.w.shape[0], self.w.shape[0])
+                fixed.fill_diagonal_(1.0)
+                sims = x @ x.t()
+                sims.fill_diagonal_(0.0)
+                return sims.sum() + fixed.sum()
+        """, code="TCL506")
+    assert [f.line for f in found] == [14]

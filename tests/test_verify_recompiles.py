@@ -210,7 +210,11 @@ def test_use_of_a_specialising_line_and_guard_summary():
     assert [explain._use_of(s) for s in ("parts = x.chunk(x.size(0))", "keep = list(range(n))",
                                          "w = [1.0] * x.shape[1]", "if seq_len in SEEN:")] == \
         ["chunk", "list", "list", "member"]
-    for use in ("chunk", "list", "member"):
+    cause = explain._cause({"reason": "1/1: len(___stack0) == 5 # for v in firsts: # m.py:8 in f",
+                            "guard_path": "m.py", "guard_line": 8, "guard_source": "    for v in firsts:"})
+    assert cause["use"] == "length" and "whose length changes between calls" in cause["text"]
+    assert "vectorise the loop" in explain.remedy({"reason": "1/1: len(___stack0) == 5"}, cause)
+    for use in ("chunk", "list", "member", "length"):
         assert explain._rewrite(use, "") and use in explain._USE_TEXT
     assert explain.guard_summary("0/1: tensor 'x' size mismatch at index 1. expected 5, actual 6") == \
         "tensor 'x' size mismatch at index 1"

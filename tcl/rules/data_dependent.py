@@ -401,7 +401,7 @@ import torch
 @torch.compile
 def fn(x):
     values = x.tolist()  # BREAK
-    return x + len(values)
+    return x + values[0][0]
 '''),
         Example('''
 import torch
@@ -409,7 +409,7 @@ import torch
 @torch.compile
 def fn(x):
     counts = (x > 0).sum(dim=1).tolist()  # BREAK
-    return x * len(counts)
+    return x * counts[0]
 ''', fullgraph_breaks=False),  # an int tensor's tolist() is traced under fullgraph=True
     ]
 

@@ -104,6 +104,7 @@ _USE_TEXT = {
     "chunk": "splits a tensor into as many chunks as the size (one graph per count)",
     "list": "builds a Python list as long as the size",
     "member": "tests whether the size is in a Python container",
+    "length": "iterates or measures a Python list whose length changes between calls (the frame guards on len())",
     "range": "uses the size as a Python loop's trip count",
     "string": "turns the size into a string",
     "lookup": "looks a Python dict or list up by the size",
@@ -130,6 +131,9 @@ def _rewrite(use: str, source: str) -> str:
     if use == "list":
         return ("build a tensor instead of the Python list (torch.arange(n) for list(range(n)), "
                 "torch.full((n,), v) for [v] * n): its length stays symbolic")
+    if use == "length":
+        return ("keep the values in a tensor and vectorise the loop over them (a mask, torch.where, "
+                "index_select, scatter_add/index_add), or pad the list to a fixed length")
     if use == "member":
         return ("keep the table as a tensor and test `(table == size).any()` in tensor code, or decide "
                 "once outside the compiled function and pass the result in")
@@ -184,7 +188,7 @@ def _cause(rec: dict, shape=None) -> dict:
         return local
     if rec.get("guard_path") and rec.get("guard_line"):
         source = _code(rec.get("guard_source") or "")
-        use = _use_of(source)
+        use = "length" if guard_summary(reason).startswith("len(") else _use_of(source)
         text = (f"the guard `{guard_summary(reason)}` comes from `{source}`" if source
                 else f"the guard `{guard_summary(reason)}` comes from line {rec['guard_line']}")
         if source and _VALUE_GUARD.search(guard_summary(reason)):
