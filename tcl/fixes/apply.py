@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..findings import FileError, Finding
 from ..guards import refusal
-from .base import SAFE, UNSAFE, Fix, FixContext
+from .base import SAFE, SUGGESTION, UNSAFE, Fix, FixContext
 
 MAX_ROUNDS = 8
 
@@ -43,8 +43,10 @@ class FileFix:
 
 
 def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, package: str = "",
-               ignored: tuple[str, ...] = ()) -> FileFix:
-    """Fix one file's text. Never raises for bad input: problems land in `errors`."""
+               ignored: tuple[str, ...] = (), unsafe_keys: frozenset | None = None) -> FileFix:
+    """Fix one file's text. Never raises for bad input: problems land in `errors`.
+    `unsafe_keys`: with `unsafe`, only the unsafe fixes whose (code, line, col) is in it are
+    applied (`tcl fix --verify` tries them one at a time)."""
     result = FileFix(path, source, source)
     threshold = UNSAFE if unsafe else SAFE
     current = source
@@ -74,10 +76,14 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
                     fix.safety = UNSAFE
                     fix.note = (fix.note + "; " if fix.note else "") + (
                         "UNSAFE: adds a top-level `import torch` to a module that imports torch lazily")
+        if unsafe_keys is not None:
+            for fix in fixes:
+                if fix.safety == UNSAFE and (fix.code, fix.line, fix.col) not in unsafe_keys:
+                    fix.safety, fix.held_back = SUGGESTION, True  # not this variant's
         chosen = select(fixes, threshold, _parents(report.module)) if round_number < MAX_ROUNDS else []
         if not chosen:
             result.remaining = findings
-            result.pending = [f for f in fixes if f.safety < threshold]
+            result.pending = [f for f in fixes if f.safety < threshold and not f.held_back]
             result.pending_diffs = [
                 unified_diff(current, apply_fixes(report.module, [f], torch_bound(report)), path)
                 for f in result.pending

@@ -46,6 +46,7 @@ class Fix:
     note: str = ""          # what the user should know (shown next to the diff)
     needs_torch: bool = False
     guard: bool = False
+    held_back: bool = False  # an unsafe fix `tcl fix --verify` leaves out of one variant
 
     def describe(self) -> str:
         text = f"{self.code} {self.line}:{self.col} {self.title}"

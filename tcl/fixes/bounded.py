@@ -32,6 +32,8 @@ class FixSummary:
     fixed: str
     diff: str = ""
     applied: list[str] = field(default_factory=list)  # each applied fix's description
+    # (code, line, col, safety label) of each applied fix, in the order of `applied`
+    applied_keys: list[tuple[str, int, int, str]] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     pending: list[tuple[str, str, str]] = field(default_factory=list)  # (safety label, description, diff)
     errors: list[FileError] = field(default_factory=list)
@@ -45,19 +47,22 @@ class FixSummary:
 def summarize(result) -> FixSummary:
     return FixSummary(
         result.path, result.original, result.fixed, result.diff() if result.changed else "",
-        [fix.describe() for fix in result.applied], list(result.remaining),
+        [fix.describe() for fix in result.applied],
+        [(fix.code, fix.line, fix.col, fix.safety.label) for fix in result.applied], list(result.remaining),
         [(fix.safety.label, fix.describe(), diff) for fix, diff in zip(result.pending, result.pending_diffs)],
         list(result.errors), list(result.warnings),
     )
 
 
 def fix_file(text: str, path: str, analyzer, *, unsafe: bool, package: str, ignored: tuple[str, ...],
-             timeout: float | None, memory_mb: int | None) -> FixSummary:
-    """fix_source for one file under the limits; over one: an error, the text unchanged."""
+             timeout: float | None, memory_mb: int | None, unsafe_keys: frozenset | None = None) -> FixSummary:
+    """fix_source for one file under the limits; over one: an error, the text unchanged.
+    `unsafe_keys`: with `unsafe`, apply only the unsafe fixes with these (code, line, col)."""
     from .apply import fix_source
 
     outcome = run_bounded(
-        lambda: summarize(fix_source(text, path, analyzer, unsafe=unsafe, package=package, ignored=ignored)),
+        lambda: summarize(fix_source(text, path, analyzer, unsafe=unsafe, package=package, ignored=ignored,
+                                     unsafe_keys=unsafe_keys)),
         timeout, memory_mb,
     )
     if outcome.kind == "ok":

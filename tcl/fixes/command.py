@@ -34,6 +34,10 @@ def add_parser(commands, add_config_options) -> argparse.ArgumentParser:
     fix.add_argument("--diff", action="store_true", help="print unified diffs (the default without --apply)")
     fix.add_argument("--unsafe-fixes", action="store_true",
                      help="also apply fixes tcl cannot prove keep eager results identical")
+    fix.add_argument("--verify", action="store_true",
+                     help="try the fixes tcl cannot prove on the compiler with the file's tcl_examples() "
+                     "(imports and RUNS the code, needs torch): each is kept only when eager outputs stay "
+                     "identical, compiled outputs match, graph breaks go down and nothing recompiles more")
     fix.add_argument("--force-write", action="store_true",
                      help="with --apply, also rewrite files that are refused by default: symlinks "
                      "(the target is rewritten, the link kept), hard-linked files (the other names "
@@ -70,14 +74,21 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     force = getattr(args, "force_write", False)
     changed_files = fixed = unsafe_pending = suggestions = 0
     remaining = []
+    verifying = getattr(args, "verify", False)
+    session = _session() if verifying else None
     for path in files:
         try:
             source = read_within(path, timeout)
         except SourceError as exc:
             errors.append(FileError(path, 0, str(exc)))
             continue
-        result = fix_file(source.text, path, analyzer, unsafe=args.unsafe_fixes, package=package_of(path),
-                          ignored=tuple(_per_file_ignores(path, config)), timeout=timeout, memory_mb=memory)
+        options = dict(package=package_of(path), ignored=tuple(_per_file_ignores(path, config)),
+                       timeout=timeout, memory_mb=memory)
+        result = fix_file(source.text, path, analyzer, unsafe=args.unsafe_fixes and not verifying, **options)
+        if verifying and not result.errors:
+            result, verdicts = _verified(session, path, source.text, result, analyzer, options)
+            for line in verdicts:
+                err.write(f"{line}\n")
         errors.extend(result.errors)
         for warning in result.warnings:
             err.write(f"{warning}\n")
@@ -101,6 +112,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
             changed_files += 1
             fixed += len(result.applied)
         for label, description, diff in result.pending:
+            if verifying and label == "unsafe":
+                continue  # its verdict is above
             if label == "unsafe":
                 unsafe_pending += 1
                 why = "unsafe, applied with --unsafe-fixes"
@@ -108,6 +121,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
                 suggestions += 1
                 why = "suggestion, never applied"
             err.write(f"# {path}: not applied ({why}): {description}\n{diff}")
+    if session is not None:
+        session.close()
     if args.apply:
         for finding in sorted(remaining, key=lambda f: f.sort_key()):
             out.write(text_line(finding) + "\n")
@@ -128,6 +143,61 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if changed_files or remaining else EXIT_CLEAN
+
+
+def _session():
+    from .verification import Session
+
+    return Session()
+
+
+# Unsafe fixes tried one at a time when, together, they fail verification.
+MAX_SINGLE_CANDIDATES = 8
+
+
+def _verified(session, path: str, text: str, proven, analyzer, options):
+    """(the fix summary to keep, one verdict line per fix) for `tcl fix --verify`: the proven
+    (safe) fixes, plus the unsafe ones the compiler confirms (tcl/fixes/verification.py)."""
+    from .bounded import fix_file
+    from .verification import has_examples
+
+    lines = [f"{path}:{line}:{col}: {code} fixed (proven)" for code, line, col, label in proven.applied_keys]
+    candidate = fix_file(text, path, analyzer, unsafe=True, **options)
+    unsafe = [(code, line, col) for code, line, col, label in candidate.applied_keys if label == "unsafe"]
+    if candidate.errors or not unsafe:
+        return proven, lines
+    if not has_examples(text):
+        lines += [f"{path}:{line}:{col}: {code} not fixed: unsafe, and the file has no tcl_examples() to verify it on"
+                  for code, line, col in unsafe]
+        return proven, lines
+    verdict = session.verify(path, text, candidate.fixed)
+    if verdict.ok:
+        lines += [f"{path}:{line}:{col}: {code} fixed (verified on {verdict.examples} example"
+                  f"{'s' * (verdict.examples != 1)}: breaks {verdict.breaks_before} -> {verdict.breaks_after})"
+                  for code, line, col in unsafe]
+        return candidate, lines
+    if len(unsafe) == 1:
+        return proven, lines + [f"{path}:{unsafe[0][1]}:{unsafe[0][2]}: {unsafe[0][0]} not fixed: {verdict.why}"]
+    kept, accepted = proven, []
+    for number, key in enumerate(unsafe):
+        code, line, col = key
+        if number >= MAX_SINGLE_CANDIDATES:
+            lines.append(f"{path}:{line}:{col}: {code} not fixed: not tried (more than "
+                         f"{MAX_SINGLE_CANDIDATES} unsafe fixes in one file)")
+            continue
+        variant = fix_file(text, path, analyzer, unsafe=True, unsafe_keys=frozenset(accepted + [key]), **options)
+        if variant.errors or key not in {k[:3] for k in variant.applied_keys}:
+            lines.append(f"{path}:{line}:{col}: {code} not fixed: it does not apply on its own")
+            continue
+        single = session.verify(path, text, variant.fixed)
+        if single.ok:
+            accepted.append(key)
+            kept = variant
+            lines.append(f"{path}:{line}:{col}: {code} fixed (verified on {single.examples} example"
+                         f"{'s' * (single.examples != 1)}: breaks {single.breaks_before} -> {single.breaks_after})")
+        else:
+            lines.append(f"{path}:{line}:{col}: {code} not fixed: {single.why}")
+    return kept, lines
 
 
 def _checked_roots(paths: list[str]) -> list[str]:

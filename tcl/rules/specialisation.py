@@ -41,6 +41,59 @@ def is_size(node: cst.BaseExpression, ctx) -> bool:
     return changing_size(node, ctx) is not None
 
 
+_HASHED_BUILDERS = frozenset({"set", "frozenset", "dict", "defaultdict", "OrderedDict", "Counter"})
+
+
+def _hashed_names(tree) -> tuple[frozenset[str], frozenset[str]]:
+    """(module-level names, self attributes) this file binds to a set or dict."""
+    import ast
+
+    def hashed(value) -> bool:
+        if isinstance(value, (ast.Set, ast.Dict, ast.SetComp, ast.DictComp)):
+            return True
+        if isinstance(value, ast.Call):
+            func = value.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            return name in _HASHED_BUILDERS
+        return False
+
+    names, attrs = set(), set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and hashed(statement.value):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and hashed(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            attrs.update(t.attr for t in targets if isinstance(t, ast.Attribute)
+                         and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return frozenset(names), frozenset(attrs)
+
+
+def _hashed_container(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """A set or dict: `in` hashes the size, which needs its exact value (measured: a set or dict
+    display, a module-level or `self.` one, recompiles on every size; a list or tuple compares
+    element by element and keeps the size symbolic)."""
+    if isinstance(node, (cst.Set, cst.Dict, cst.SetComp, cst.DictComp)):
+        return True
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "keys":
+            return _hashed_container(func.value, ctx, depth + 1)
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+        return name in _HASHED_BUILDERS
+    index = ctx.function.index
+    names, attrs = (index.file_fact("hashed-names", _hashed_names) if index else None) or ((), ())
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        if origin is not None:
+            return depth < 4 and _hashed_container(origin, ctx, depth + 1)
+        return node.value in names and node.value not in ctx.assigned and node.value not in ctx.parameters
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value in attrs
+    return False
+
+
 _SEQUENCE_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted",
                                 "builtins.reversed"})
 
@@ -87,7 +140,8 @@ class SizeSpecialisedByPython(Rule):
     rationale = (
         "After a size first changes, Dynamo makes it symbolic and stops recompiling for new "
         "values, unless Python code needs the exact int: as a dict or list key, as the "
-        "argument of list.index(), as a value tested with `in` against a Python container, as "
+        "argument of list.index(), as a value looked up with `in` in a set or dict (a list or "
+        "tuple only compares, the size stays symbolic), as "
         "a Python loop's trip count (statement or comprehension), as the length of a Python "
         "list (`list(range(n))`, `[0.0] * n`) or as the number of chunks of `t.chunk(n)`. Each "
         "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
@@ -164,6 +218,8 @@ def fn(x):
     seq_len = x.size(1)
     if seq_len in SEEN:  # BREAK
         return x * 2
+    if seq_len in (1024, 3072):  # a tuple compares element by element: no recompile
+        return x * 4
     return x * 3
 ''', calls=SHAPES),
         Example('''
@@ -257,12 +313,10 @@ def fn(x):
     def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
         left = node.left
         for target in node.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and is_size(left, ctx):
-                container = target.comparator
-                if not is_tensor(ctx.kind(container)) and whole_shape(container, ctx) is None \
-                        and _range_size(container, ctx) is None:
-                    self._report(node, left, "value tested for membership in a Python container", ctx)
-                    return
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and is_size(left, ctx) \
+                    and _hashed_container(target.comparator, ctx):
+                self._report(node, left, "value looked up in a Python set or dict", ctx)
+                return
             left = target.comparator
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:

@@ -1,0 +1,136 @@
+"""`tcl fix --verify` (tcl/fixes/verification.py): unsafe fixes are tried on the compiler with the
+file's examples and kept only when eager outputs stay identical, compiled outputs match, breaks
+go down and nothing recompiles more. These tests run the real children (torch, backend eager)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tcl.cli import main  # noqa: E402
+from tcl.fixes.verification import compare, module_location  # noqa: E402
+
+GATES = '''
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.proj(x)
+        if int(h.sum()) > 0:
+            h = h * 2
+        else:
+            h = h - 1
+        return h
+
+
+class Broadcasting(nn.Module):
+    def forward(self, x, scale):
+        if x.sum() > 0:
+            y = x * scale
+        else:
+            y = x
+        return y
+
+
+def tcl_examples():
+    torch.manual_seed(0)
+    return [(Gate().eval(), (torch.randn(4, 8),), {}),
+            (Broadcasting(), (torch.randn(4, 8), torch.randn(3, 4, 8)), {})]
+'''
+
+
+def _load(path, name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verify_keeps_the_unsafe_fix_the_compiler_confirms_and_rejects_the_other(tmp_path, capsys):
+    path = tmp_path / "gates.py"
+    path.write_text(GATES)
+    before = [m(*a) for m, a, _ in _load(path, "gates_before").tcl_examples()]
+    assert main(["fix", "--verify", "--apply", "--no-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "gates.py:13:12: TCL204 fixed (verified on 2 examples: breaks 2 -> 1)" in err
+    assert "gates.py:22:12: TCL201 not fixed: example 1 (Broadcasting): eager outputs differ" in err
+    assert "not applied (suggestion" not in err  # a rejected candidate is not a suggestion
+    text = path.read_text()
+    assert "torch.where(h.sum() > 0, h * 2, h - 1)" in text and "if x.sum() > 0:" in text
+    after = [m(*a) for m, a, _ in _load(path, "gates_after").tcl_examples()]
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    # Idempotent: the second run changes nothing and says the same about the rejected fix.
+    assert main(["fix", "--verify", "--apply", "--no-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert path.read_text() == text and "TCL201 not fixed" in err and "fixed 0 findings" in err
+
+
+def test_without_examples_unsafe_fixes_stay_pending(tmp_path, capsys):
+    path = tmp_path / "plain.py"
+    path.write_text(GATES.split("def tcl_examples")[0])
+    assert main(["fix", "--verify", "--no-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "TCL204 not fixed: unsafe, and the file has no tcl_examples() to verify it on" in err
+    assert "would fix 0 findings" in err
+
+
+def test_a_module_inside_a_package_runs_under_its_own_name(tmp_path, capsys):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "scales.py").write_text("FACTOR = 2\n")
+    (package / "model.py").write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+        from .scales import FACTOR
+
+
+        class Gate(nn.Module):
+            def forward(self, x):
+                if int(x.sum()) > 0:
+                    x = x * FACTOR
+                else:
+                    x = x - 1
+                return x
+
+
+        def tcl_examples():
+            return [(Gate(), (torch.ones(2, 3),), {}), (Gate(), (-torch.ones(2, 3),), {})]
+        '''))
+    assert module_location(str(package / "model.py")) == (str(tmp_path), "pkg.model")
+    main(["fix", "--verify", "--no-config", str(package / "model.py")])
+    assert "TCL204 fixed (verified on 2 examples: breaks 2 -> 0)" in capsys.readouterr().err
+
+
+def _run(eager, compiled=None, breaks=(), compiles=1):
+    return {"name": "f", "eager": eager, "compiled": eager if compiled is None else compiled,
+            "breaks": list(breaks), "compiles": compiles}
+
+
+def test_compare_states_why_a_variant_fails():
+    one = torch.ones(2)
+    before = {"examples": [_run(one, breaks=["GB0170", "GB0124"])]}
+    assert compare(before, {"examples": [_run(one, breaks=["GB0170"])]}).ok
+    assert "a new graph break (GB0036)" in compare(
+        before, {"examples": [_run(one, breaks=["GB0036"])]}).why
+    assert "compiles 3 times over two calls, the original 1" in compare(
+        before, {"examples": [_run(one, breaks=[], compiles=3)]}).why
+    assert "compiled outputs differ from eager" in compare(
+        before, {"examples": [_run(one, compiled=one * 2)]}).why
+    assert "did not go down (2 -> 2)" in compare(
+        before, {"examples": [_run(one, breaks=["GB0170", "GB0124"])]}).why
+    assert "eager outputs differ" in compare(before, {"examples": [_run(one * 3)]}).why
+    nan = torch.tensor([float("nan"), 1.0])
+    assert compare({"examples": [_run(nan, breaks=["GB0170"])]}, {"examples": [_run(nan.clone())]}).ok
