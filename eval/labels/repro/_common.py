@@ -105,3 +105,43 @@ def recompiles(fn, inputs_list):
     print(f"graphs compiled per call: {counts} (total {cc.n})")
     print("UNIQUE BREAK SITES:", ", ".join(sorted({s for s, _ in h.sites})) or "none")
     return counts
+
+
+def persistent_report(fn, inputs_list, label="", frames_like=()):
+    """Compile fn (backend="eager", default mode), call it on each args tuple under tcl's
+    CompileTrace; print compilations per call, every recompile with its failing guard and the
+    lines that specialised a size, and the persistent ones (a frame recompiling again on a call
+    after its automatic-dynamic recompile). Returns the persistent compilations."""
+    root = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tcl.verify.compile_trace import CompileTrace, persistent
+
+    torch._dynamo.reset()
+    # Dynamo keeps only the last 64 CompilationMetrics by default, and CompileTrace reads them:
+    # gpytorch compiles more than 64 frames on the first call, so lift the limit.
+    torch._dynamo.utils.set_compilation_metrics_limit(1_000_000)
+    cfn = torch.compile(fn, backend="eager")
+    with CompileTrace() as trace:
+        for args in inputs_list:
+            trace.next_call()
+            cfn(*args)
+    comps = trace.compilations
+    per_call = [sum(1 for c in comps if c.call == i) for i in range(len(inputs_list))]
+    print(f"{label} compilations per call: {per_call} (total {len(comps)})")
+    for c in comps:
+        if c.reason is None:
+            continue
+        where = os.path.relpath(c.path).split("site-packages/")[-1] if c.path else "?"
+        specs = "; ".join(f"{s.path.split('site-packages/')[-1]}:{s.line} fixed {s.symbol}={s.value}"
+                          for s in c.specialisations)
+        print(f"  call {c.call} recompiled {c.function} ({where}:{c.first_line}): {c.reason[:200]}"
+              + (f" [specialised: {specs}]" if specs else ""))
+    for part in frames_like:  # show that the frame holding the line was compiled (not run eagerly)
+        hit = sorted({f"{c.function}@{c.first_line}" for c in comps if part in c.function})
+        print(f"  frames compiled matching {part!r}: {', '.join(hit) or 'none'}")
+    pers = persistent(comps)
+    print(f"  PERSISTENT recompiles: {len(pers)}"
+          + "".join(f"\n    call {c.call} {c.function}: {(c.reason or '')[:160]}" for c in pers))
+    torch._dynamo.reset()
+    return pers
