@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """`tcl fix` on real model code: the bundled fixtures, before and after.
 
-Copies fixtures/*.py to a temporary directory, runs `tcl fix --apply` there (and, in a second
-copy, `tcl fix --apply --unsafe-fixes`), then for every example of every file's
-`tcl_examples()`:
+Copies fixtures/*.py to a temporary directory, runs `tcl fix --apply` there (in a second copy
+`tcl fix --apply --unsafe-fixes`, in a third `tcl fix --apply --verify`: unsafe fixes kept only
+where the compiler confirms them), then for every example of every file's `tcl_examples()`:
 
 * runs the original and the fixed target eagerly on the same inputs (same seed) and compares
   the outputs: same structure, dtypes and shapes, torch.allclose(equal_nan=True);
@@ -157,10 +157,8 @@ def findings(paths: list[str]) -> dict[str, int]:
     return {os.path.basename(p): len(analyzer.check_source(open(p, encoding="utf-8").read(), p).findings) for p in paths}
 
 
-def run_tcl_fix(directory: str, unsafe: bool) -> str:
-    command = [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", directory]
-    if unsafe:
-        command.insert(5, "--unsafe-fixes")
+def run_tcl_fix(directory: str, flags: list[str]) -> str:
+    command = [sys.executable, "-m", "tcl", "fix", "--apply", "--no-config", *flags, directory]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     if done.returncode not in (0, 1):
         raise SystemExit(f"tcl fix failed ({done.returncode}):\n{done.stderr}")
@@ -193,19 +191,21 @@ def main(argv: list[str]) -> int:
         original_paths = [os.path.join(original, f) for f in files]
         before_findings = findings(original_paths)
         breaks_before = {f: count_breaks(os.path.join(original, f)) for f in files}
-        for label, unsafe in (("tcl fix --apply", False), ("tcl fix --apply --unsafe-fixes", True)):
-            fixed_dir = os.path.join(tmp, "unsafe" if unsafe else "safe")
+        for flags in ([], ["--unsafe-fixes"], ["--verify"]):
+            label = " ".join(["tcl fix --apply", *flags])
+            fixed_dir = os.path.join(tmp, flags[0].strip("-") if flags else "safe")
             shutil.copytree(original, fixed_dir)
-            summary = run_tcl_fix(fixed_dir, unsafe)
+            summary = run_tcl_fix(fixed_dir, flags)
             fixed_paths = [os.path.join(fixed_dir, f) for f in files]
             after_findings = findings(fixed_paths)
             rows = []
             totals = [0, 0, 0, 0]
+            variant_ok = True
             for name in files:
                 after_path = os.path.join(fixed_dir, name)
                 identical, ignored, why = compare_outputs(os.path.join(original, name), after_path)
                 if not identical:
-                    status = 1
+                    status, variant_ok = 1, False
                 verdict = "yes" if identical else f"NO ({why})"
                 if identical and ignored:
                     verdict = f"yes ({ignored} nondeterministic value{'s' * (ignored > 1)} ignored)"
@@ -214,7 +214,7 @@ def main(argv: list[str]) -> int:
                 rows.append((name, before_findings[name], fixed, breaks_before[name], breaks_after, verdict))
                 for i, v in enumerate((before_findings[name], fixed, breaks_before[name], breaks_after)):
                     totals[i] += v
-            rows.append(("total", *totals, "yes" if status == 0 else "NO"))
+            rows.append(("total", *totals, "yes" if variant_ok else "NO"))
             print(table(f"{label}   [{summary}]", rows))
             print()
     return status

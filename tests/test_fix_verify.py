@@ -134,3 +134,14 @@ def test_compare_states_why_a_variant_fails():
     assert "eager outputs differ" in compare(before, {"examples": [_run(one * 3)]}).why
     nan = torch.tensor([float("nan"), 1.0])
     assert compare({"examples": [_run(nan, breaks=["GB0170"])]}, {"examples": [_run(nan.clone())]}).ok
+
+
+def test_examples_that_raise_as_written_are_left_out():
+    one = torch.ones(2)
+    before = {"examples": [{"name": "f", "error": "ValueError: bad"}, _run(one, breaks=["GB0170"])]}
+    verdict = compare(before, {"examples": [{"name": "f", "error": "ValueError: bad"}, _run(one)]})
+    assert verdict.ok and verdict.examples == 1
+    assert "raises after the rewrite" in compare(
+        before, {"examples": [_run(one), {"name": "f", "error": "TypeError: x"}]}).why
+    assert "nothing to verify on" in compare(
+        {"examples": [{"name": "f", "error": "E"}]}, {"examples": [{"name": "f", "error": "E"}]}).why

@@ -233,3 +233,23 @@ def test_exploration_stops_when_its_share_of_the_timeout_is_spent():
     assert (found, error, notes["varied"]) == ([], None, [])
     assert notes["stopped"].startswith("time limit: not varied batch, dim 1")
     assert "of the 10s per-example timeout spent" in notes["stopped"]
+
+
+def test_a_trace_keeps_more_than_dynamos_64_compilation_records():
+    from torch._dynamo import utils
+
+    from tcl.verify.compile_trace import CompileTrace
+
+    functions = []
+    for i in range(70):  # 70 code objects: 70 compilations
+        scope = {}
+        exec(f"def f{i}(x):\n    return x + {i}\n", scope)
+        functions.append(scope[f"f{i}"])
+    torch._dynamo.reset()
+    with CompileTrace() as trace:
+        for fn in functions:
+            trace.next_call()
+            torch.compile(fn, backend="eager")(torch.ones(2))
+    torch._dynamo.reset()
+    assert len(trace.compilations) == 70
+    assert utils._compilation_metrics.maxlen == utils.DEFAULT_COMPILATION_METRICS_LIMIT

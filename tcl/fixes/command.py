@@ -86,7 +86,10 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
                        timeout=timeout, memory_mb=memory)
         result = fix_file(source.text, path, analyzer, unsafe=args.unsafe_fixes and not verifying, **options)
         if verifying and not result.errors:
-            result, verdicts = _verified(session, path, source.text, result, analyzer, options)
+            try:
+                result, verdicts = _verified(session, path, source.text, result, analyzer, options)
+            except Exception as exc:  # a bug in verification must not cost the proven fixes
+                verdicts = [f"{path}: --verify failed ({type(exc).__name__}: {exc}); only proven fixes applied"]
             for line in verdicts:
                 err.write(f"{line}\n")
         errors.extend(result.errors)

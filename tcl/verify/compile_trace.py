@@ -135,6 +135,9 @@ def _user_stack() -> list:
     return [f for f in stack if not os.path.abspath(f.filename).startswith(torch_dir)]
 
 
+METRICS_LIMIT = 1_000_000  # compilations one trace keeps (Dynamo's default: 64)
+
+
 class CompileTrace:
     """Context manager: `with CompileTrace() as trace: ...calls...; trace.compilations`.
 
@@ -153,6 +156,10 @@ class CompileTrace:
         from torch._dynamo import utils
 
         utils.clear_compilation_metrics()
+        # Dynamo keeps only the last 64 compilations by default: a big model's calls compile
+        # more than that, and the trace would silently miss the rest.
+        self._metrics_limit = getattr(utils._compilation_metrics, "maxlen", None)
+        utils.set_compilation_metrics_limit(METRICS_LIMIT)
         self._logger = logging.getLogger(SHAPES_LOGGER)
         self._saved = (self._logger.level, self._logger.propagate)
         self._handler = _Listener(self)
@@ -171,7 +178,11 @@ class CompileTrace:
         return self
 
     def __exit__(self, *exc) -> None:
+        from torch._dynamo import utils
+
         self.collect()
+        if self._metrics_limit is not None:
+            utils.set_compilation_metrics_limit(self._metrics_limit)
         self._logger.removeHandler(self._handler)
         self._logger.setLevel(self._saved[0])
         for handler, mute in self._muted:
