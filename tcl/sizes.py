@@ -49,7 +49,7 @@ _VIEW_METHODS = frozenset({
 _LENGTH_WORDS = frozenset({
     "batch", "bsz", "bs", "b", "seq", "seqlen", "len", "length", "lengths", "time", "t", "steps",
     "frames", "tokens", "n", "l", "samples", "nsamples", "timesteps", "height", "width", "positions",
-    "queries", "keys", "q", "k", "points", "nodes", "rows", "views", "chunks",
+    "queries", "keys", "points", "nodes", "rows", "views", "chunks",
 })
 _WIDTH_WORDS = frozenset({
     "c", "ch", "chan", "chans", "channel", "channels", "dim", "dims", "d", "hidden", "feature",

@@ -176,3 +176,20 @@ def test_a_factory_of_fixed_sizes_builds_a_fixed_tensor():
                 return sims.sum() + fixed.sum()
         """, code="TCL506")
     assert [f.line for f in found] == [14]
+
+
+def test_tcl508_leaves_a_read_inside_an_outer_loop():
+    found = findings("""
+        import torch
+
+        @torch.compile
+        def fn(x, steps: int):
+            out = x
+            for _ in range(steps):
+                for v in x[:, 0].tolist():  # noqa: TCL205
+                    out = out + v
+            for w in x[:, 1].tolist():  # noqa: TCL205
+                out = out * w
+            return out
+        """, code="TCL508")
+    assert [f.line for f in found] == [10]

@@ -85,7 +85,9 @@ def data_list(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist" \
             and not node.args:
         receiver = node.func.value
-        if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and id(node) not in _reads_in_loops(ctx):
+        # A read by name was recorded where it ran; one in the expression at hand runs here.
+        in_loop = id(node) in _reads_in_loops(ctx) if depth else _in_loop_body(ctx)
+        if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and not in_loop:
             return node
     return None
 
