@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .dataflow import Kind, is_tensor
+from .params import all_params
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 # Inside int()/math.ceil()/math.floor() a true division of a size is still integer-valued.
@@ -186,19 +187,13 @@ def python_container(node: cst.BaseExpression, ctx) -> bool:
     if origin is not None:
         return python_container(origin, ctx) if not isinstance(origin, cst.Name) else False
     if ctx.is_parameter(name):
-        for param in _params(ctx.function.node.params):
+        for param in all_params(ctx.function.node.params):
             if param.name.value == name and param.annotation is not None:
                 head = param.annotation.annotation
                 head = head.value if isinstance(head, cst.Subscript) else head
                 text = head.attr.value if isinstance(head, cst.Attribute) else getattr(head, "value", "")
                 return text in _CONTAINER_ANNOTATIONS
     return False
-
-
-def _params(params: cst.Parameters):
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
 
 
 def whole_shape(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:

@@ -59,13 +59,10 @@ def has_examples(text: str) -> bool:
 
 
 def module_location(path: str) -> tuple[str, str]:
-    """(sys.path root, dotted module name) of a .py file inside packages (as tcl verify)."""
-    directory, filename = os.path.split(os.path.abspath(path))
-    parts = [os.path.splitext(filename)[0]]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-    return directory, ".".join(parts)
+    """(sys.path root, dotted module name) of a .py file inside packages, as tcl verify loads it."""
+    from ..verify.common import package_root
+
+    return package_root(os.path.abspath(path))
 
 
 def run_variant(path: str, text: str, tmp: str, label: str) -> tuple[dict | None, str | None]:
@@ -186,10 +183,6 @@ class Session:
 # --------------------------------------------------------------------------- the child
 
 
-def _unwrap(target):
-    return getattr(target, "_torchdynamo_orig_callable", target)
-
-
 def _detach(value):
     import torch
 
@@ -206,22 +199,10 @@ def _detach(value):
 
 
 def _compiles(target, args, kwargs) -> int:
-    import torch
+    """Graphs compiled over two calls with the same inputs (tcl.verify's counting backend)."""
+    from ..verify.recompiles import count_compiles
 
-    count = 0
-
-    def counting(graph_module, example_inputs):
-        nonlocal count
-        count += 1
-        return graph_module.forward
-
-    torch._dynamo.reset()
-    compiled = torch.compile(target, backend=counting)
-    for _ in range(2):
-        torch.manual_seed(SEED)
-        compiled(*args, **kwargs)
-    torch._dynamo.reset()
-    return count
+    return count_compiles(lambda *a: target(*a, **kwargs), [args, args])
 
 
 def child(path: str, dotted: str, root: str) -> dict:
@@ -229,7 +210,7 @@ def child(path: str, dotted: str, root: str) -> dict:
 
     import torch
 
-    from ..oracle import probe
+    from ..oracle import probe, unwrap_compiled
 
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -243,7 +224,7 @@ def child(path: str, dotted: str, root: str) -> dict:
     examples = list(module.tcl_examples())
     out = []
     for example in examples:
-        target, args, kwargs = _unwrap(example[0]), tuple(example[1]), dict(example[2] or {})
+        target, args, kwargs = unwrap_compiled(example[0]), tuple(example[1]), dict(example[2] or {})
         name = getattr(target, "__name__", type(target).__name__)
         row = {"name": name}
         try:

@@ -32,7 +32,7 @@ import warnings
 
 from tcl.oracle import unwrap_compiled
 from tcl.safe_files import open_append
-from tcl.verify.common import _describe
+from tcl.verify.common import _describe, package_root
 from tcl.verify.recompiles import _recompiles, compile_options
 
 # Errors after which a CUDA context cannot be trusted: the rest of the examples go to a new child.
@@ -68,23 +68,13 @@ def _quiet_debuggers() -> None:
 # --------------------------------------------------------------------------- loading examples
 
 
-def _package_root(path: str) -> tuple[str, str]:
-    """(directory to put on sys.path, dotted module name) for a .py file inside packages."""
-    directory, filename = os.path.split(path)
-    parts = [os.path.splitext(filename)[0]]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-    return directory, ".".join(parts)
-
-
 def _load_module(source: dict):
     if source["kind"] == "module":
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         return importlib.import_module(source["module"])
     path = source["path"]
-    root, dotted = _package_root(path)
+    root, dotted = package_root(path)
     if root not in sys.path:
         sys.path.insert(0, root)
     if "." in dotted:  # inside a package: import it properly, relative imports work

@@ -14,6 +14,16 @@ class UsageError(Exception):
     pass
 
 
+def package_root(path: str) -> tuple[str, str]:
+    """(directory to put on sys.path, dotted module name) for a .py file inside packages."""
+    directory, filename = os.path.split(path)
+    parts = [os.path.splitext(filename)[0]]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    return directory, ".".join(parts)
+
+
 def _display(path: str) -> str:
     """A path relative to the working directory when it is under it, else absolute."""
     if path.startswith("<"):
