@@ -153,8 +153,8 @@ class SizeSpecialisedByPython(Rule):
         "2.13, four shapes (2, 4) ... (2, 32) or (4, 3) ... (10, 3): the frame compiles on "
         "every call (4 compilations) for each use below, also when the size reaches a helper "
         "as an argument; 2 (the automatic-dynamic recompile) for arithmetic, views, "
-        "comparisons, np.arange(n), torch.tensor(n), topk(n // 2) and for loops over a width "
-        "or a parameter's size."
+        "comparisons, torch.tensor(n), topk(n // 2), randperm(n), `n in (1024, 3072)` and "
+        "for loops over a width or a parameter's size."
     )
     VALID = [Example('''
 import torch
@@ -183,7 +183,18 @@ class Heads(nn.Module):
         for i in range(self.proj.shape[0]):  # a size of a parameter
             out = out + self.proj[i]
         return out
-''', entry="Heads", calls="[(torch.randn(b, 8),) for b in (2, 3, 4, 5)]")]
+''', entry="Heads", calls="[(torch.randn(b, 8),) for b in (2, 3, 4, 5)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[1]
+    top = x.topk(n // 2, dim=1).values
+    scale = torch.tensor(n, dtype=x.dtype)
+    if n in (1024, 3072):  # a tuple compares element by element: the size stays symbolic
+        top = top * 2
+    return top.sum() * scale + x[:, torch.randperm(n)].sum()
+''', calls=SHAPES)]
     INVALID = [
         Example('''
 import torch
