@@ -102,7 +102,9 @@ class EntryPoints:
                 if nested is not None:
                     return nested
             cls = self.instance_class(target, function, index)
-            return self.call_method_of(cls) if cls is not None else None
+            if cls is None:  # `from losses import detection_loss; torch.compile(detection_loss)`
+                return self._function(index.qualify(target))
+            return self.call_method_of(cls)
         if isinstance(target, cst.Call):  # torch.compile(Model(...))
             cls = self.instance_class(target, function, index)
             return self.call_method_of(cls) if cls is not None else None

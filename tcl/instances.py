@@ -274,9 +274,13 @@ class InstanceResolver:
 
     def _argument_binding(self, function: FunctionInfo, name: str, depth: int):
         """A parameter of a module-level function, bound to what the file's own calls of it
-        pass (`_nll(flow)` after `flow = NSF(...)`): the first argument there that is an
-        instance of a class the analysis can read."""
-        if function.owner is not None or function.enclosing is not None or function.index is None:
+        pass (`_nll(flow)` after `flow = NSF(...)`), or of a class's `__init__`, bound to what
+        the file's constructor calls pass (`ImageLoss(matcher=matcher)` after `matcher =
+        HungarianMatcher(...)`: `self.matcher(...)` then runs HungarianMatcher.forward): the
+        first argument there that is an instance of a class the analysis can read."""
+        constructor = function.owner is not None and function.node.name.value == "__init__"
+        if (function.owner is not None and not constructor) or function.enclosing is not None \
+                or function.index is None:
             return None
         busy = self._arguments_in_progress
         key = (id(function.node), name)
@@ -291,8 +295,11 @@ class InstanceResolver:
     def _first_argument(self, function: FunctionInfo, name: str, depth: int):
         index = function.index
         params = [p.name.value for p in [*function.node.params.posonly_params, *function.node.params.params]]
+        called = function.name
+        if function.owner is not None:  # `Class(...)` calls its __init__ without `self`
+            params, called = params[1:], function.owner.name
         position = params.index(name) if name in params else None
-        for call, caller in _calls_by_name(index).get(function.name, ()):
+        for call, caller in _calls_by_name(index).get(called, ()):
             argument = None
             for i, arg in enumerate(call.args):
                 if arg.star:
@@ -405,8 +412,8 @@ class InstanceResolver:
 
 
 def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
-    """function name -> (call, calling FunctionInfo) for `name(...)` calls in the file's
-    module-level functions and methods, collected once per file."""
+    """function or class name -> (call, calling FunctionInfo) for `name(...)` calls in the
+    file's module-level functions and methods, collected once per file."""
     calls = index.file_facts.get("_instances.calls")
     if calls is not None:
         return calls
@@ -417,7 +424,8 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
             self.caller = caller
 
         def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value in index.functions:
+            if isinstance(node.func, cst.Name) and (node.func.value in index.functions
+                                                    or node.func.value in index.classes):
                 calls.setdefault(node.func.value, []).append((node, self.caller))
 
     functions = list(index.functions.values()) + [m for c in index.classes.values() for m in c.methods.values()]

@@ -477,3 +477,60 @@ def test_config_keys_are_read(tmp_path):
     config = load(pyproject)
     assert [e.text for e in config.entries] == ["pkg.mod:f"] and config.follow_imports
     assert config.recorded_entries == str(tmp_path / "rec" / "entries.json")
+
+
+def test_a_submodule_passed_to_a_constructor_is_called_through_its_attribute(tmp_path):
+    # `ImageLoss(matcher=matcher)` then `self.matcher(...)`: the matcher's forward runs.
+    write(tmp_path, "losses.py", """
+        import torch
+        from torch import nn
+
+        class Matcher:  # not a module: reached only through the attribute
+            def __call__(self, scores):
+                return scores.nonzero()
+
+        class Unused:
+            def __call__(self, scores):
+                print("never passed to ImageLoss")
+                return scores
+
+        class ImageLoss:
+            def __init__(self, matcher, weight=1.0):
+                self.matcher = matcher
+                self.weight = weight
+
+            def __call__(self, scores):
+                return self.matcher(scores) * self.weight
+
+        def detection_loss(scores):
+            matcher = Matcher()
+            criterion = ImageLoss(matcher=matcher)
+            return criterion(scores)
+        """)
+    user = write(tmp_path, "train.py", """
+        import torch
+        from losses import detection_loss
+
+        step = torch.compile(detection_loss)
+        """)
+    found, errors = check([user, tmp_path / "losses.py"])
+    assert errors == []
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("losses.py", 7, "TCL301")]
+
+
+def test_compile_of_an_imported_function_is_an_entry(tmp_path):
+    write(tmp_path, "steps.py", """
+        import torch
+
+        def train_step(x):
+            return x.tolist()
+        """)
+    user = write(tmp_path, "train.py", """
+        import torch
+        from steps import train_step
+
+        step = torch.compile(train_step)
+        """)
+    found, errors = check([user, tmp_path / "steps.py"])
+    assert errors == []
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("steps.py", 5, "TCL205")]
