@@ -45,6 +45,9 @@ class KindEvaluator:
         self.resolve_call = resolve_call
         self.return_kind = return_kind
         self._memo: dict[int, Kind] = {}
+        # (dict name, string key) -> kind of what the function stored there so far
+        # (`state["exp_avg_sq"] = torch.zeros([])`): the walker keeps it in source order.
+        self.keyed: dict[tuple[str, str], Kind] = {}
 
     def forget(self) -> None:
         self._memo.clear()
@@ -121,6 +124,9 @@ class KindEvaluator:
             return Kind.BOOL_TENSOR
         if base in (Kind.TENSOR, Kind.META, Kind.MODULE, Kind.SCALAR):
             return base
+        key = string_key(node)
+        if key is not None and key in self.keyed:
+            return self.keyed[key]
         return Kind.UNKNOWN
 
     def _eval_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
@@ -270,6 +276,18 @@ class KindEvaluator:
         if receiver == Kind.SCALAR:
             return Kind.SCALAR
         return Kind.UNKNOWN
+
+
+def string_key(node: cst.Subscript) -> tuple[str, str] | None:
+    """`state["exp_avg"]`: ("state", "exp_avg"); None for any other subscript."""
+    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        if isinstance(value, str):
+            return node.value.value, value
+    return None
 
 
 def _combine_plain(a: Kind, b: Kind) -> Kind:

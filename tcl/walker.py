@@ -12,7 +12,7 @@ import libcst as cst
 
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
-from .kinds import SELF, KindEvaluator
+from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
@@ -403,6 +403,12 @@ class FunctionWalker(cst.CSTVisitor):
         value_kind = self.kind(original_node.value)
         for target in original_node.targets:
             self._bind_target(target.target, value_kind, original_node.value)
+            if isinstance(target.target, cst.Subscript):
+                key = string_key(target.target)
+                if key is not None:  # `state["exp_avg"] = torch.zeros_like(p)`
+                    known = self.kind.keyed.get(key)
+                    self.kind.keyed[key] = value_kind if known is None else join(known, value_kind)
+                    self.kind.forget()
         if self._returned_by_break is original_node.value:
             for target in original_node.targets:
                 self.crossed |= _bound_names(target.target)
@@ -523,6 +529,9 @@ class FunctionWalker(cst.CSTVisitor):
 
     def _assign_name(self, name: str, kind: Kind) -> None:
         self.origins.pop(name, None)
+        if self.kind.keyed:  # a new dict under the name: what its keys held is gone
+            for key in [k for k in self.kind.keyed if k[0] == name]:
+                del self.kind.keyed[key]
         self.env[name] = kind
         self.assigned.add(name)
         self.crossed.discard(name)

@@ -625,3 +625,29 @@ def test_compiled_generator_is_reported_once_after_a_rewalk():
                 yield scale(part)
             yield scale(x).sum()
     ''') == [("TCL417", 9)]
+
+
+def test_values_stored_under_string_keys_keep_their_kind():
+    # torch-optimizer's NovoGrad: the state dict's tensor is tested in Python.
+    source = textwrap.dedent("""
+        import torch
+
+        class Opt(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if len(state) == 0:
+                            state["step"] = 0
+                            state["exp_avg_sq"] = torch.zeros([])
+                        exp_avg_sq = state["exp_avg_sq"]
+                        if state["step"] == 0:
+                            state["step"] += 1
+                        if exp_avg_sq == 0:
+                            exp_avg_sq.copy_(p.grad.norm())
+                        state = {}
+                        if state["exp_avg_sq"]:
+                            pass
+        """)
+    report = Analyzer(Config(torch_version="2.13")).check_source(source, "opt.py")
+    assert [(f.line, f.code) for f in report.findings] == [(15, "TCL201")]
