@@ -519,6 +519,18 @@ class FunctionWalker(cst.CSTVisitor):
     def inside_nested_function(self) -> bool:
         return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) for n in self.stack[:-1])
 
+    def inside_loop_body(self) -> bool:
+        """Whether the walk is inside a for/while body of this function (not the loop's own
+        iterable or test): a graph break there makes Dynamo run the whole frame eagerly."""
+        stack = self.stack
+        for i, ancestor in enumerate(stack[:-1]):
+            child = stack[i + 1]
+            if isinstance(ancestor, cst.For) and child is not ancestor.iter:
+                return True
+            if isinstance(ancestor, cst.While) and child is not ancestor.test:
+                return True
+        return False
+
     def is_parameter(self, name: str) -> bool:
         """An argument of the function, never rebound in its body so far."""
         return name in self.parameters and name not in self.assigned

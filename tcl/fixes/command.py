@@ -164,42 +164,45 @@ def _verified(session, path: str, text: str, proven, analyzer, options):
     from .bounded import fix_file
     from .verification import has_examples
 
-    lines = [f"{path}:{line}:{col}: {code} fixed (proven)" for code, line, col, label in proven.applied_keys]
+    def verdict_line(key, outcome: str) -> str:
+        code, line, col = key[:3]
+        return f"{path}:{line}:{col}: {code} {outcome}"
+
+    def verified(verdict) -> str:
+        return (f"fixed (verified on {verdict.examples} example{'s' * (verdict.examples != 1)}: "
+                f"breaks {verdict.breaks_before} -> {verdict.breaks_after})")
+
+    lines = [verdict_line(key, "fixed (proven)") for key in proven.applied_keys]
     candidate = fix_file(text, path, analyzer, unsafe=True, **options)
-    unsafe = [(code, line, col) for code, line, col, label in candidate.applied_keys if label == "unsafe"]
+    unsafe = [key[:3] for key in candidate.applied_keys if key[3] == "unsafe"]
     if candidate.errors or not unsafe:
         return proven, lines
     if not has_examples(text):
-        lines += [f"{path}:{line}:{col}: {code} not fixed: unsafe, and the file has no tcl_examples() to verify it on"
-                  for code, line, col in unsafe]
+        lines += [verdict_line(key, "not fixed: unsafe, and the file has no tcl_examples() to verify it on")
+                  for key in unsafe]
         return proven, lines
     verdict = session.verify(path, text, candidate.fixed)
     if verdict.ok:
-        lines += [f"{path}:{line}:{col}: {code} fixed (verified on {verdict.examples} example"
-                  f"{'s' * (verdict.examples != 1)}: breaks {verdict.breaks_before} -> {verdict.breaks_after})"
-                  for code, line, col in unsafe]
-        return candidate, lines
+        return candidate, lines + [verdict_line(key, verified(verdict)) for key in unsafe]
     if len(unsafe) == 1:
-        return proven, lines + [f"{path}:{unsafe[0][1]}:{unsafe[0][2]}: {unsafe[0][0]} not fixed: {verdict.why}"]
+        return proven, lines + [verdict_line(unsafe[0], f"not fixed: {verdict.why}")]
     kept, accepted = proven, []
     for number, key in enumerate(unsafe):
-        code, line, col = key
         if number >= MAX_SINGLE_CANDIDATES:
-            lines.append(f"{path}:{line}:{col}: {code} not fixed: not tried (more than "
-                         f"{MAX_SINGLE_CANDIDATES} unsafe fixes in one file)")
+            lines.append(verdict_line(key, f"not fixed: not tried (more than {MAX_SINGLE_CANDIDATES} "
+                                           "unsafe fixes in one file)"))
             continue
         variant = fix_file(text, path, analyzer, unsafe=True, unsafe_keys=frozenset(accepted + [key]), **options)
         if variant.errors or key not in {k[:3] for k in variant.applied_keys}:
-            lines.append(f"{path}:{line}:{col}: {code} not fixed: it does not apply on its own")
+            lines.append(verdict_line(key, "not fixed: it does not apply on its own"))
             continue
         single = session.verify(path, text, variant.fixed)
         if single.ok:
             accepted.append(key)
             kept = variant
-            lines.append(f"{path}:{line}:{col}: {code} fixed (verified on {single.examples} example"
-                         f"{'s' * (single.examples != 1)}: breaks {single.breaks_before} -> {single.breaks_after})")
+            lines.append(verdict_line(key, verified(single)))
         else:
-            lines.append(f"{path}:{line}:{col}: {code} not fixed: {single.why}")
+            lines.append(verdict_line(key, f"not fixed: {single.why}"))
     return kept, lines
 
 

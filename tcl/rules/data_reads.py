@@ -34,19 +34,6 @@ _READS = ("tolist", "item")
 _NUMBER_READS = frozenset({"builtins.int", "builtins.float"})
 
 
-def _in_loop_body(ctx) -> bool:
-    """Whether the walk is inside a for/while body of this function: a graph break there makes
-    Dynamo run the whole frame eagerly (no frame resumes, so nothing recompiles)."""
-    stack = ctx.stack
-    for i, ancestor in enumerate(stack[:-1]):
-        child = stack[i + 1]
-        if isinstance(ancestor, cst.For) and child is not ancestor.iter:
-            return True
-        if isinstance(ancestor, cst.While) and child is not ancestor.test:
-            return True
-    return False
-
-
 def _reads_in_loops(ctx) -> set[int]:
     return ctx.memo.setdefault("data_reads.in_loops", set())
 
@@ -86,7 +73,7 @@ def data_list(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None:
             and not node.args:
         receiver = node.func.value
         # A read by name was recorded where it ran; one in the expression at hand runs here.
-        in_loop = id(node) in _reads_in_loops(ctx) if depth else _in_loop_body(ctx)
+        in_loop = id(node) in _reads_in_loops(ctx) if depth else ctx.inside_loop_body()
         if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and not in_loop:
             return node
     return None
@@ -217,7 +204,7 @@ def fn(x):
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
         if (isinstance(func, cst.Attribute) and func.attr.value in _READS) or ctx.qualname(func) in _NUMBER_READS:
-            if _in_loop_body(ctx):
+            if ctx.inside_loop_body():
                 _reads_in_loops(ctx).add(id(node))
             return
         if ctx.qualname(node.func) == "builtins.len" and len(node.args) == 1:

@@ -118,9 +118,7 @@ def persistent_report(fn, inputs_list, label="", frames_like=()):
     from tcl.verify.compile_trace import CompileTrace, persistent
 
     torch._dynamo.reset()
-    # Dynamo keeps only the last 64 CompilationMetrics by default, and CompileTrace reads them:
-    # gpytorch compiles more than 64 frames on the first call, so lift the limit.
-    torch._dynamo.utils.set_compilation_metrics_limit(1_000_000)
+    # (CompileTrace keeps every compilation: gpytorch compiles more than Dynamo's default 64.)
     cfn = torch.compile(fn, backend="eager")
     with CompileTrace() as trace:
         for args in inputs_list:
