@@ -125,6 +125,7 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         tuple(analyzer.version),
         config.mode,
         sorted(config.assume.items()),
+        sorted(getattr(config, "dynamo_config", ())),
         project_fingerprint,
         # what the run starts from and follows (tcl/entries.py, tcl/installed.py)
         getattr(config, "follow_imports", False),

@@ -103,6 +103,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         help="entries recorded by pytest --tcl-record (default: .tcl/recorded_entries.json when present)")
     parser.add_argument("--follow-imports", action="store_true",
                         help="follow calls from compiled code into installed packages (read, never imported)")
+    parser.add_argument("--dynamo-config", action="append", default=[], metavar="SETTING",
+                        help="a torch._dynamo.config setting the program turns on before compiling "
+                        "(capture_scalar_outputs, capture_dynamic_output_shape_ops): what it keeps in the "
+                        "graph is not reported (repeatable; a file's own `torch._dynamo.config.X = True` counts too)")
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
@@ -127,6 +131,14 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
         config.torch_version = args.torch_version
     if args.mode:
         config.mode = args.mode
+    if getattr(args, "dynamo_config", None):
+        from .dynamo_settings import check_names
+
+        try:
+            names = check_names(args.dynamo_config, "--dynamo-config")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        config.dynamo_config = sorted(set(config.dynamo_config) | set(names))
     for text in getattr(args, "assume", None) or ():
         key, value = parse_assumption(text)
         config.assume = {**config.assume, key: value}
@@ -245,6 +257,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def explain_text(rule) -> str:
     modes = "every mode" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} mode only (fullgraph=True traces it)"
+    if rule.needs_settings:  # fullgraph=True raises there instead (a data-dependent guard)
+        modes = "default mode, under the setting below"
     parts = [
         f"{rule.code} {rule.name}",
         "",
@@ -252,6 +266,10 @@ def explain_text(rule) -> str:
         "",
         f"Graph-break ids: {', '.join(rule.gb_ids()) or '-'}",
         f"Breaks in: {modes}; torch versions: {rule.versions or 'all'}",
+        *([f"Not reported where the program sets: {', '.join(f'torch._dynamo.config.{s} = True' for s in sorted(rule.removed_by))}"]
+          if rule.removed_by else []),
+        *([f"Reported only where the program sets: {', '.join(f'torch._dynamo.config.{s} = True' for s in sorted(rule.needs_settings))}"]
+          if rule.needs_settings else []),
         f"Fix: {rule.fix}",
         "",
         "Breaks:",

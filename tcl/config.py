@@ -38,6 +38,9 @@ class Config:
     recorded_entries: str | None = None
     # Follow calls from compiled code into installed packages (tcl/installed.py).
     follow_imports: bool = False
+    # Dynamo settings the program turns on wherever it compiles (tcl/dynamo_settings.py):
+    # ["capture_scalar_outputs"] silences what that setting keeps in the graph, in every file.
+    dynamo_config: list[str] = field(default_factory=list)
     source: Path | None = None  # the pyproject.toml it came from
 
     def target_version(self) -> tuple[int, int]:
@@ -56,7 +59,7 @@ class Config:
 
 KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
-    "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports",
+    "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports", "dynamo-config",
 }
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
@@ -123,8 +126,18 @@ def load(pyproject: Path | None) -> Config:
     if not isinstance(follow, bool):
         raise ConfigError(f"{where}: follow-imports: expected true or false, got {_shown(follow)}")
     config.follow_imports = follow
+    config.dynamo_config = _settings(section.get("dynamo-config", []), where)
     validate(config, where)
     return config
+
+
+def _settings(value, where: str) -> list[str]:
+    from .dynamo_settings import check_names
+
+    try:
+        return check_names(_strings(value, where, "dynamo-config"), f"{where}: dynamo-config")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _entries(value, where: str) -> list:

@@ -37,6 +37,19 @@ def modes_text(rule) -> str:
     return f"`{mode}` mode only (not reported with `--mode {'fullgraph' if mode == 'default' else 'default'}`)"
 
 
+def settings_text(rule) -> str:
+    """What the Dynamo settings a program turns on do to the rule (tcl/dynamo_settings.py)."""
+    text = ""
+    if rule.removed_by:
+        text += ("; not reported where the program sets " + " or ".join(
+            f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.removed_by))
+            + " (measured: its examples do not break then)")
+    if rule.needs_settings:
+        text += ("; only where the program sets " + " and ".join(
+            f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.needs_settings)))
+    return text
+
+
 def versions_text(spec: str | None) -> str:
     return f"torch {spec}" if spec else "every torch release"
 
@@ -54,6 +67,8 @@ def _example(title: str, example) -> list[str]:
     note = f" (torch {example.versions})" if example.versions else ""
     if example.assume:
         note += " (with `assume = " + str(example.assume).replace("'", '"') + "`)"
+    if example.settings:
+        note += " (with " + ", ".join(f"`torch._dynamo.config.{s} = True`" for s in example.settings) + ")"
     return [f"{title}{note}:", "", "```python", example.code.strip("\n"), "```", ""]
 
 
@@ -68,7 +83,7 @@ def render_rule(rule, depth: int = 1, heading: str = "##") -> list[str]:
         lines += [rule.rationale, ""]
     lines += [
         f"- **Graph-break ids:** {gb_links(rule)}",
-        f"- **Applies to:** {modes_text(rule)}; {versions_text(rule.versions)}",
+        f"- **Applies to:** {modes_text(rule)}; {versions_text(rule.versions)}{settings_text(rule)}",
         f"- **Fix:** {rule.fix}",
         f"- **Suppress:** `# noqa: {rule.code}` on any line of the flagged expression",
         f"- **Defined in:** {source_link(rule, depth)}",

@@ -19,6 +19,7 @@ from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
+from .dynamo_settings import settings_in_file
 from .library_remedies import remedy
 from .guards import boolean_operators, refusal
 from .limits import interruption
@@ -235,8 +236,11 @@ class Analyzer:
                      analysis: "FileAnalysis | None" = None) -> list[Finding]:
         if not candidates:
             return []
+        settings = frozenset(self.config.dynamo_config) | settings_in_file(current)
         by_module: dict[int, list] = defaultdict(list)
         for candidate, reached_from in candidates:
+            if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
+                continue
             by_module[id(candidate.function.index)].append((candidate, reached_from))
         findings = {}
         for group in by_module.values():

@@ -215,7 +215,10 @@ class FunctionWalker(cst.CSTVisitor):
             Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier,
                       evidence)
         )
-        if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and self._unconditional(node):
+        # A rule that exists only under a Dynamo setting is decided after the walk (the walk
+        # itself does not depend on settings, so its results are shared by every file).
+        if (rule.category == "graph-break" and DEFAULT_MODE in rule.modes and not rule.needs_settings
+                and self._unconditional(node)):
             self._graph_ends()
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:

@@ -80,3 +80,13 @@ def test_remedy_names_the_package_and_the_ways_around():
     assert text.startswith("in zuko==1.6.0, which you do not edit: ")
     assert "torch.compiler.disable" in text and "capture_scalar_outputs" not in text
     assert "capture_scalar_outputs" in remedy("TCL203", "zuko==1.6.0")
+
+
+def test_the_remedies_agree_with_the_rules_settings():
+    """A rule whose breaks a setting removes (Rule.removed_by, which tcl check and tcl fix use)
+    names that setting in its library remedy too."""
+    from tcl.rules import ALL_RULES
+
+    for rule in ALL_RULES:
+        for setting in rule.removed_by:
+            assert setting in SETTINGS.get(rule.code, ""), rule.code

@@ -36,10 +36,11 @@ INVALID_CASES = [
 ANALYZERS: dict[tuple, Analyzer] = {}
 
 
-def analyze(code: str, version: str, assume: dict | None = None):
-    key = (version, tuple(sorted((assume or {}).items())))
+def analyze(code: str, version: str, assume: dict | None = None, settings: tuple = ()):
+    key = (version, tuple(sorted((assume or {}).items())), tuple(settings))
     if key not in ANALYZERS:
-        ANALYZERS[key] = Analyzer(Config(torch_version=version, assume=dict(assume or {})))
+        ANALYZERS[key] = Analyzer(Config(torch_version=version, assume=dict(assume or {}),
+                                         dynamo_config=list(settings)))
     return ANALYZERS[key].check_source(code, "example.py")
 
 
@@ -60,7 +61,7 @@ def test_every_rule_has_examples():
 
 @pytest.mark.parametrize("rule, example", INVALID_CASES)
 def test_invalid_example_is_reported(rule, example):
-    report = analyze(example.code, example_version(example), example.assume)
+    report = analyze(example.code, example_version(example), example.assume, example.settings)
     assert not report.errors
     lines = [f.line for f in report.findings if f.code == rule.code]
     assert lines == example.expected_lines()
@@ -72,12 +73,55 @@ def test_invalid_example_is_reported(rule, example):
 
 @pytest.mark.parametrize("rule, example", VALID_CASES)
 def test_valid_example_is_clean(rule, example):
-    report = analyze(example.code, example_version(example), example.assume)
+    report = analyze(example.code, example_version(example), example.assume, example.settings)
     assert not report.errors
     assert report.findings == []
 
 
+REMOVED_CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-removed-{i}")
+    for rule in ALL_RULES if rule.removed_by
+    for i, example in enumerate(rule.INVALID)
+]
+
+
+@pytest.mark.parametrize("rule, example", REMOVED_CASES)
+def test_setting_silences_the_rule(rule, example):
+    """A program that turns on the settings that remove a rule's breaks gets no finding of it."""
+    report = analyze(example.code, example_version(example), example.assume, tuple(sorted(rule.removed_by)))
+    assert [f for f in report.findings if f.code == rule.code] == []
+
+
+def test_a_setting_in_the_file_counts():
+    rule = next(r for r in ALL_RULES if r.code == "TCL203")
+    code = rule.INVALID[0].code.replace("import torch\n", "import torch\nimport torch._dynamo as dynamo\n"
+                                        "dynamo.config.capture_scalar_outputs = True\n", 1)
+    assert "capture_scalar_outputs" in code
+    assert [f.code for f in analyze(code, example_version(rule.INVALID[0])).findings] == []
+
+
 torch = pytest.importorskip("torch")
+
+
+def _settings(example):
+    import contextlib
+
+    if not example.settings:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(**{name: True for name in example.settings})
+
+
+@pytest.mark.parametrize("rule, example", REMOVED_CASES)
+def test_setting_removes_the_break_on_installed_torch(rule, example):
+    """What `removed_by` claims, on the compiler: under the settings the example's lines do not break."""
+    if not example.applies_to(INSTALLED):
+        pytest.skip(f"example is for torch {example.versions}")
+    from tcl.oracle import probe_source
+
+    with torch._dynamo.config.patch(**{name: True for name in rule.removed_by}):
+        result = probe_source(example.code, example.entry, example.args)
+    assert result.exception is None
+    assert set(runtime_lines(result, rule)) & set(example.expected_lines()) == set()
 
 
 def runtime_lines(result, rule):
@@ -162,7 +206,8 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
         return
     from tcl.oracle import probe_source
 
-    result = probe_source(example.code, example.entry, example.args)
+    with _settings(example):
+        result = probe_source(example.code, example.entry, example.args)
     assert result.exception is None
     if not example.default_breaks:
         assert result.breaks == [], "example says default mode logs no break"
@@ -195,7 +240,8 @@ def test_valid_example_compiles_without_break(rule, example):
         return
     from tcl.oracle import probe_source
 
-    result = probe_source(example.code, example.entry, example.args)
+    with _settings(example):
+        result = probe_source(example.code, example.entry, example.args)
     assert result.exception is None
     assert result.breaks == []
     assert result.first_error is None

@@ -17,6 +17,7 @@ import libcst as cst
 from ..findings import FileError, Finding
 from ..guards import refusal
 from .base import SAFE, SUGGESTION, UNSAFE, Fix, FixContext
+from .settings import settings_fixes
 
 MAX_ROUNDS = 8
 
@@ -177,9 +178,11 @@ def compiles(source: str, path: str) -> bool:
 def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
     module = report.module
     parents = _parents(module)
-    wanted = [(f, c) for f, c in pairs if getattr(c.rule, "fixer", None) is not None]
+    # A finding in an installed package: the rule's rewrite is for code the user owns; the user's
+    # side has the compile call, where a Dynamo setting may remove the break (fixes/settings.py).
+    fixes = settings_fixes(report, [(f, c) for f, c in pairs if f.library], parents)
+    wanted = [(f, c) for f, c in pairs if getattr(c.rule, "fixer", None) is not None and not f.library]
     kinds = _kinds_at(report.analysis, [c for _, c in wanted], parents)
-    fixes = []
     for finding, candidate in wanted:
         ctx = FixContext(module, candidate.function.index, version, parents, candidate.function,
                          kinds.get(candidate.node, {}))

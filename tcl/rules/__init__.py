@@ -7,6 +7,7 @@ from .catalog import (
     CompiledGenerator, ContextVarInCompiledRegion, HookRegisteredInCompiledRegion, RngStateInCompiledRegion,
     SortByTensor, TorchCheckMessage,
 )
+from .captured import CapturedScalarBranch
 from .data_dependent import (
     DataDependentBranch, ItemCall, ScalarConversion, SequenceCompareWithTensor, TensorAsSize,
     TensorAssertWithMessage, TolistCall,
@@ -41,6 +42,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
+        CapturedScalarBranch,
     ],
     key=lambda rule: rule.code,
 ))

@@ -39,6 +39,9 @@ class Example:
     assume: dict | None = None
     # Recompile rules: an expression giving a list of argument tuples, one per call.
     calls: str | None = None
+    # torch._dynamo.config settings the example runs under, statically and on the compiler
+    # (tcl/dynamo_settings.py): ("capture_scalar_outputs",).
+    settings: tuple[str, ...] = ()
 
     def expected_lines(self) -> list[int]:
         return [i for i, line in enumerate(self.code.splitlines(), 1) if "# BREAK" in line]
@@ -91,6 +94,12 @@ class Rule:
     explains_value: ClassVar[bool] = False
     # Where the compiler reports the break relative to the finding (f-strings: at the use).
     runtime_line_offset: ClassVar[int] = 0
+    # Dynamo settings (tcl/dynamo_settings.py) under which the rule's breaks do not happen: its
+    # findings are dropped where the checked program turns one on. The examples' test checks
+    # that every INVALID example stops breaking under them.
+    removed_by: ClassVar[frozenset[str]] = frozenset()
+    # Settings without which the rule's hazard does not exist: it reports only where they are on.
+    needs_settings: ClassVar[frozenset[str]] = frozenset()
     # `tcl fix`: fixer(finding, node, ctx) -> tcl.fixes.Fix | None (see tcl/fixes/).
     fixer: ClassVar[object] = None
     VALID: ClassVar[list[Example]] = []
@@ -111,6 +120,11 @@ class Rule:
     @classmethod
     def applies(cls, version: Version, mode: str) -> bool:
         return mode in cls.modes and version_matches(cls.versions, version)
+
+    @classmethod
+    def holds_under(cls, settings: frozenset[str]) -> bool:
+        """Whether the rule's hazard exists when the program turns on `settings`."""
+        return not (cls.removed_by & settings) and cls.needs_settings <= settings
 
     @classmethod
     def hooks(cls) -> dict[str, str]:

@@ -312,6 +312,7 @@ class ItemCall(Rule):
     )
     gb = (((2, 0), "GB0124"),)
     modes = frozenset({DEFAULT_MODE})
+    removed_by = frozenset({"capture_scalar_outputs"})
     rationale = (
         "Default mode ends the graph at .item(). With fullgraph=True Dynamo captures it as an "
         "unbacked symbol instead, and fails later if the value steers Python control flow."
@@ -349,6 +350,7 @@ class ScalarConversion(Rule):
     fix = "keep it a tensor (t.to(dtype) / comparisons on tensors), or set torch._dynamo.config.capture_scalar_outputs = True"
     gb = (((2, 0), "GB0124"),)
     modes = frozenset({DEFAULT_MODE})
+    removed_by = frozenset({"capture_scalar_outputs"})
     rationale = "int(t), float(t) and bool(t) call .item() under the hood."
     VALID = [Example('''
 import torch
@@ -443,6 +445,7 @@ class TensorAsSize(Rule):
     gb = (((2, 0), "GB0033"),)
     alt_gb = ("GB0124",)
     modes = frozenset({DEFAULT_MODE})
+    removed_by = frozenset({"capture_scalar_outputs"})
     rationale = (
         "Sizes, slice bounds and narrow() lengths must be Python ints while tracing. A tensor there "
         "(`torch.arange(lengths.max())`, `x[:, :n]` with `n = mask.sum()`) is read out like "

@@ -26,6 +26,7 @@ class DynamicOutputShape(Rule):
     )
     gb = (((2, 0), "GB0036"),)
     modes = frozenset({DEFAULT_MODE})
+    removed_by = frozenset({"capture_dynamic_output_shape_ops"})
     rationale = (
         "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), boolean-mask "
         "indexing or repeat_interleave with tensor repeats a static shape and ends the graph. "

@@ -1,0 +1,229 @@
+"""What the Dynamo settings `tcl fix` inserts at a user's compile call remove on real models.
+
+    python scripts/fix_settings.py --split dev --results-dir /tmp/evalall [--json OUT.json]
+    python scripts/fix_settings.py --split heldout2 --results-dir /tmp/eval_h2 --models a,b
+
+For every model of the split whose stored oracle output (eval/run_eval.py --results-dir) has
+graph breaks:
+
+1. tcl decides, as a user would run it: `tcl check --follow-imports --entry <the model's recorded
+   entry> --format json` (the entry eval/entries_of.py recorded, as `pytest --tcl-record` does),
+   and the settings are those tcl/fixes/settings.py inserts for the findings in installed code:
+   the union of `removed_by` of their rules. A model none of whose findings calls for a setting
+   keeps all its breaks.
+2. The model runs in a child process twice, without and with those settings (torch._dynamo.config
+   patched, nothing else changed): default mode, backend "eager", CPU, every logged graph break
+   (tcl.oracle.probe), the compile error if any, and the compiled output of a fresh copy compared
+   with two eager runs (scripts/fix_library.py's comparison: same structure, allclose, a leaf that
+   differs between two eager runs left out). The settings change nothing eager, so only the
+   compiled output can differ.
+
+A setting counts as kept only when the compiled run does not fail, its output matches eager,
+and the breaks go down; otherwise the model keeps its breaks as they were (what `tcl fix --verify`
+does with a fix that does not prove out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(1, ROOT)
+
+
+def child_run(name: str, settings: list[str], out_path: str) -> int:
+    """Build `name`, run it eagerly twice, then compiled under `settings`."""
+    import fix_library as fl
+
+    fl._eval_imports()
+    import tv_stub
+
+    tv_stub.install()
+    import copy
+
+    import torch
+
+    torch.set_num_threads(1)
+    from models import MODELS
+    from worker import library_files, library_roots
+
+    from tcl.oracle import _call, _fresh, probe
+
+    library, mode, builder = MODELS[name]
+    roots = library_roots(library)
+    result = {"name": name, "settings": settings}
+    try:
+        fl.seed()
+        model, args, kwargs = builder()
+    except Exception as exc:  # noqa: BLE001 -- a model that does not build: recorded
+        result["build_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        torch.save(result, out_path)
+        return 0
+    first, again = fl._eager(model, args, kwargs), fl._eager(model, args, kwargs)
+    patch = torch._dynamo.config.patch(**{s: True for s in settings})
+    with patch, fl._quiet():
+        fl.seed()
+        found = probe(model, args, kwargs, user_files=library_files(roots), backend="eager",
+                      modes=("default",), fresh_target=True)
+        torch._dynamo.reset()
+        target = copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model
+        compiled = torch.compile(target, backend="eager")
+        fl.seed()
+        try:
+            out = ("ok", fl._leaves(_call(compiled, *_fresh(args, kwargs))))
+        except Exception as exc:  # noqa: BLE001 -- the compiled run's failure is the result
+            out = ("raised", f"{type(exc).__name__}: {exc}"[:300])
+        torch._dynamo.reset()
+    result["breaks"] = [{"path": os.path.realpath(b.path), "line": b.line, "gb": b.gb} for b in found.breaks]
+    result["compile_error"] = found.default_error
+    result["compare"] = fl.compare(first, again, out)
+    torch.save(result, out_path)
+    return 0
+
+
+def settings_for(name: str, entry: dict, python: str, assume: list[str]) -> tuple[list[str], list[str]]:
+    """(the settings tcl's findings for this model call for, the findings' codes)."""
+    from tcl.rules import BY_CODE
+
+    from models import MODELS  # noqa: F401 -- eval/ is on the path through fix_library
+
+    with tempfile.TemporaryDirectory() as tmp:
+        user = os.path.join(tmp, "train.py")
+        with open(user, "w", encoding="utf-8") as handle:
+            handle.write("import torch\n")
+        paths = [user]
+        if entry["entry"].startswith("corpus."):  # a function of the corpus's builders: user code
+            paths = [entry["file"]]
+        command = [python, "-m", "tcl", "check", *paths, "--no-config", "--follow-imports", "--format", "json",
+                   "--entry", entry["entry"], *[a for item in assume for a in ("--assume", item)]]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        findings = json.loads(done.stdout)["findings"]
+    except (json.JSONDecodeError, KeyError):
+        return [], [f"tcl check failed: {done.stderr.strip()[-200:]}"]
+    settings: set[str] = set()
+    codes = []
+    for finding in findings:
+        rule = BY_CODE.get(finding["code"])
+        if finding.get("library") and rule is not None and rule.removed_by:
+            settings |= rule.removed_by
+            codes.append(finding["code"])
+    return sorted(settings), codes
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--results-dir", help="eval/run_eval.py --results-dir of that split")
+    parser.add_argument("--models", help="comma-separated names (default: every model of the split with breaks)")
+    parser.add_argument("--python", default=sys.executable, help="the environment the models run in")
+    parser.add_argument("--json", help="write every model's result here")
+    parser.add_argument("--timeout", type=int, default=400)
+    parser.add_argument("--child", nargs=3, metavar=("NAME", "SETTINGS", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        name, settings, out = args.child
+        return child_run(name, [s for s in settings.split(",") if s], out)
+    import fix_library as fl
+
+    fl._eval_imports()
+    from models import MODELS, SPLIT
+
+    entries = json.load(open(os.path.join(args.results_dir, "entries.json"), encoding="utf-8"))
+    stored = {}
+    for name in sorted(MODELS):
+        path = os.path.join(args.results_dir, f"{name}.json")
+        if SPLIT.get(name) == args.split and os.path.exists(path):
+            data = json.load(open(path, encoding="utf-8"))
+            if data.get("breaks"):
+                stored[name] = data
+    names = args.models.split(",") if args.models else sorted(stored)
+    rows, results = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            library, mode, _ = MODELS[name]
+            assume = [f"training={'true' if mode == 'train' else 'false'}", "device=cpu", "dtype=float32"]
+            entry = entries.get(name, {})
+            settings, codes = settings_for(name, entry, args.python, assume) if "entry" in entry else ([], [])
+            item = {"library": library, "mode": mode, "settings": settings, "codes": dict(collections.Counter(codes)),
+                    "stored_breaks": len(stored.get(name, {}).get("breaks", []))}
+            if settings:
+                for variant, chosen in (("without", []), ("with", settings)):
+                    out = os.path.join(tmp, f"{name}.{variant}.pt")
+                    problem = _child(args.python, ["--child", name, ",".join(chosen), out], out + ".log",
+                                     args.timeout)
+                    if problem:
+                        item[variant] = {"problem": problem[:300]}
+                        continue
+                    import torch
+
+                    got = torch.load(out, weights_only=False)
+                    item[variant] = {"breaks": len(got.get("breaks", [])), "compile_error": got.get("compile_error"),
+                                     "compare": {k: v for k, v in got.get("compare", {}).items()},
+                                     "gbs": dict(collections.Counter(b["gb"] or "-" for b in got.get("breaks", []))),
+                                     "build_error": got.get("build_error")}
+            item["verdict"], item["before"], item["after"] = _verdict(item)
+            results[name] = item
+            rows.append((name, ",".join(s.replace("capture_", "") for s in settings) or "-", item["before"],
+                         item["after"], item["verdict"]))
+            print(f"{name}: {rows[-1][1]} {item['before']} -> {item['after']} {item['verdict']}", flush=True)
+    before = sum(r[2] for r in rows)
+    after = sum(r[3] for r in rows)
+    print(fl.table(("model", "settings", "breaks before", "after", "verdict"), rows))
+    print(f"split {args.split}: {len(rows)} models with breaks, {before} -> {after} runtime breaks "
+          f"({before - after} removed, {100 * (before - after) / max(before, 1):.0f}%); settings kept on "
+          f"{sum(1 for r in rows if r[4] == 'kept')} models")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"split": args.split, "versions": fl.versions(), "models": results,
+                       "breaks_before": before, "breaks_after": after}, handle, indent=1, sort_keys=True)
+    return 0
+
+
+def _child(python: str, argv: list[str], log: str, timeout: int) -> str | None:
+    """Run this script's child mode in `python`; None, or why it gave no result."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=ROOT,
+               PYTHONDONTWRITEBYTECODE="1")
+    with open(log, "w", encoding="utf-8") as logf:
+        try:
+            done = subprocess.run([python, os.path.abspath(__file__), *argv], stdout=logf, stderr=subprocess.STDOUT,
+                                  env=env, cwd=ROOT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"timeout after {timeout}s"
+    if done.returncode != 0:
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            return f"exit {done.returncode}: {handle.read()[-800:]}"
+    return None
+
+
+def _verdict(item: dict) -> tuple[str, int, int]:
+    """(verdict, breaks before, breaks after): the settings are kept only when they prove out."""
+    without, with_ = item.get("without"), item.get("with")
+    if not item["settings"]:
+        return "no setting called for", item["stored_breaks"], item["stored_breaks"]
+    if not without or "breaks" not in without:
+        return f"not run: {(without or {}).get('problem') or (without or {}).get('build_error')}", \
+            item["stored_breaks"], item["stored_breaks"]
+    before = without["breaks"]
+    if not with_ or "breaks" not in with_:
+        return f"rejected: {(with_ or {}).get('problem', 'no result')[:80]}", before, before
+    if with_.get("compile_error"):
+        return f"rejected: compile error {with_['compile_error'][:80]}", before, before
+    if not with_["compare"].get("identical"):
+        return f"rejected: compiled output differs ({with_['compare'].get('why', '')[:60]})", before, before
+    if with_["breaks"] >= before:
+        return f"rejected: breaks did not go down ({before} -> {with_['breaks']})", before, before
+    return "kept", before, with_["breaks"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Dynamo settings: read from the checked program (tcl/dynamo_settings.py) and inserted by `tcl
+fix` at the user's compile call for breaks in installed code (tcl/fixes/settings.py).
+
+The installed package is a fake site-packages directory, as in tests/test_reach.py."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tcl import installed
+from tcl.cli import main
+from tcl.config import Config
+from tcl.runner import run
+
+LIBRARY = """
+    import torch
+    import torch.nn as nn
+
+    class ScaledLoss(nn.Module):
+        def forward(self, x):
+            return x * x.abs().max().item()
+
+    class PositiveMean(nn.Module):
+        def forward(self, x):
+            return x[x > 0].sum() / x.numel()
+
+    class Gate(nn.Module):
+        def forward(self, x):
+            if x.sum().item() > 0:
+                return x + 1
+            return x - 1
+"""
+
+
+def write(root, name, text):
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def site_packages(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    write(site, "scalelib/__init__.py", "from .losses import ScaledLoss, PositiveMean, Gate\n")
+    write(site, "scalelib/losses.py", LIBRARY)
+    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def check(paths, **options):
+    result = run([str(p) for p in paths], Config(torch_version="2.13", follow_imports=True, **options), jobs=1)
+    return sorted(result.findings, key=lambda f: f.sort_key()), result.all_errors
+
+
+USER = """
+    import torch
+    import scalelib
+
+    loss_fn = scalelib.ScaledLoss()
+    # the compiled loss
+    compiled = torch.compile(loss_fn)
+"""
+
+
+def test_a_library_break_a_setting_removes_gets_the_setting_at_the_compile_call(tmp_path, site_packages, capsys):
+    user = write(tmp_path / "proj", "train.py", USER)
+    findings, errors = check([user])
+    assert not errors and [(f.code, f.line) for f in findings] == [("TCL203", 7)]
+    assert main(["fix", str(user), "--follow-imports", "--no-config"]) == 1  # a diff, nothing written
+    out = capsys.readouterr()
+    assert "+torch._dynamo.config.capture_scalar_outputs = True" in out.err
+    assert "UNSAFE: a process-wide Dynamo setting" in out.err
+    assert user.read_text() == textwrap.dedent(USER)
+
+    main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--unsafe-fixes"])
+    capsys.readouterr()
+    assert user.read_text() == textwrap.dedent("""
+        import torch
+        import scalelib
+
+        loss_fn = scalelib.ScaledLoss()
+        # the compiled loss
+        torch._dynamo.config.capture_scalar_outputs = True
+        compiled = torch.compile(loss_fn)
+    """)
+    assert check([user]) == ([], [])  # the file now sets it: the finding is gone
+    before = user.read_text()
+    main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--unsafe-fixes"])
+    assert user.read_text() == before  # applied once
+
+
+def test_a_branch_on_the_captured_scalar_still_breaks(tmp_path, site_packages):
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import scalelib
+
+        torch._dynamo.config.capture_scalar_outputs = True
+        compiled = torch.compile(scalelib.Gate())
+    """)
+    findings, errors = check([user])
+    assert not errors
+    assert [(f.code, f.library) for f in findings] == [("TCL208", "scalelib/losses.py:15:12")]
+
+
+def test_settings_from_the_configuration_apply_to_every_file(tmp_path, site_packages):
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import scalelib
+
+        compiled = torch.compile(scalelib.PositiveMean())
+    """)
+    assert [f.code for f in check([user])[0]] == ["TCL301"]
+    assert check([user], dynamo_config=["capture_dynamic_output_shape_ops"]) == ([], [])
+    assert [f.code for f in check([user], dynamo_config=["capture_scalar_outputs"])[0]] == ["TCL301"]
+
+
+def test_unknown_settings_are_one_line_errors(tmp_path, capsys):
+    user = write(tmp_path, "m.py", "import torch\n")
+    assert main(["check", str(user), "--no-config", "--dynamo-config", "capture_everything"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown Dynamo setting 'capture_everything'" in err and "Traceback" not in err
+    write(tmp_path, "pyproject.toml", '[tool.tcl]\ndynamo-config = ["nope"]\n')
+    assert main(["check", str(user)]) == 2
+    assert "dynamo-config: unknown Dynamo setting 'nope'" in capsys.readouterr().err
+
+
+def test_aliases_of_the_config_module_count():
+    from tcl.dynamo_settings import settings_in_tree
+    import ast
+
+    tree = ast.parse(textwrap.dedent("""
+        import torch._dynamo as dynamo
+        from torch._dynamo import config as dconf
+        import torch
+        dynamo.config.capture_scalar_outputs = True
+        dconf.capture_dynamic_output_shape_ops = True
+        torch._dynamo.config.verbose = True
+        torch._dynamo.config.capture_scalar_outputs = False
+    """))
+    assert settings_in_tree(tree) == {"capture_scalar_outputs", "capture_dynamic_output_shape_ops"}
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_verify_keeps_the_setting_when_the_compiler_confirms_it(tmp_path, site_packages, capsys, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(site_packages))  # the verifier's child processes import scalelib
+    user = write(tmp_path / "proj", "train.py", USER + """
+
+    def tcl_examples():
+        return [(scalelib.ScaledLoss(), (torch.randn(4, 4),), {})]
+    """)
+    assert main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--verify"]) in (0, 1)
+    out = capsys.readouterr()
+    assert "torch._dynamo.config.capture_scalar_outputs = True\ncompiled = torch.compile(loss_fn)" in user.read_text()
+    assert "TCL203 fixed (verified on 1 example: breaks 1 -> 0)" in out.out + out.err
