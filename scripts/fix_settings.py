@@ -127,6 +127,9 @@ def main(argv=None) -> int:
     parser.add_argument("--models", help="comma-separated names (default: every model of the split with breaks)")
     parser.add_argument("--python", default=sys.executable, help="the environment the models run in")
     parser.add_argument("--json", help="write every model's result here")
+    parser.add_argument("--reuse", metavar="JSON", help="take each model's result from this earlier --json output "
+                        "instead of running it again (except the --rerun ones)")
+    parser.add_argument("--rerun", default="", help="with --reuse: comma-separated models to run again")
     parser.add_argument("--timeout", type=int, default=400)
     parser.add_argument("--child", nargs=3, metavar=("NAME", "SETTINGS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -148,8 +151,15 @@ def main(argv=None) -> int:
                 stored[name] = data
     names = args.models.split(",") if args.models else sorted(stored)
     rows, results = [], {}
+    reused = json.load(open(args.reuse, encoding="utf-8"))["models"] if args.reuse else {}
+    rerun = {n for n in args.rerun.split(",") if n}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
+            if name in reused and name not in rerun:
+                item = results[name] = reused[name]
+                rows.append((name, ",".join(s.replace("capture_", "") for s in item["settings"]) or "-",
+                             item["before"], item["after"], item["verdict"]))
+                continue
             library, mode, _ = MODELS[name]
             assume = [f"training={'true' if mode == 'train' else 'false'}", "device=cpu", "dtype=float32"]
             entry = entries.get(name, {})
@@ -158,20 +168,18 @@ def main(argv=None) -> int:
                     "stored_breaks": len(stored.get(name, {}).get("breaks", []))}
             if settings:
                 for variant, chosen in (("without", []), ("with", settings)):
-                    out = os.path.join(tmp, f"{name}.{variant}.pt")
-                    problem = _child(args.python, ["--child", name, ",".join(chosen), out], out + ".log",
-                                     args.timeout)
-                    if problem:
-                        item[variant] = {"problem": problem[:300]}
-                        continue
-                    import torch
-
-                    got = torch.load(out, weights_only=False)
-                    item[variant] = {"breaks": len(got.get("breaks", [])), "compile_error": got.get("compile_error"),
-                                     "compare": {k: v for k, v in got.get("compare", {}).items()},
-                                     "gbs": dict(collections.Counter(b["gb"] or "-" for b in got.get("breaks", []))),
-                                     "build_error": got.get("build_error")}
+                    item[variant] = _variant(args, tmp, name, variant, chosen)
             item["verdict"], item["before"], item["after"] = _verdict(item)
+            if item["verdict"].startswith("rejected") and len(settings) > 1:
+                # As `tcl fix --verify` does: all fixes together first, then each one alone.
+                for setting in settings:
+                    alone = dict(item, settings=[setting], **{"with": _variant(args, tmp, name, setting, [setting])})
+                    verdict, before, after = _verdict(alone)
+                    item.setdefault("alone", {})[setting] = {"verdict": verdict, **alone["with"]}
+                    if verdict == "kept" and after < item["after"]:
+                        item["verdict"], item["after"], item["kept_settings"] = f"kept alone: {setting}", after, [setting]
+            if item["verdict"] == "kept":
+                item["kept_settings"] = settings
             results[name] = item
             rows.append((name, ",".join(s.replace("capture_", "") for s in settings) or "-", item["before"],
                          item["after"], item["verdict"]))
@@ -181,12 +189,27 @@ def main(argv=None) -> int:
     print(fl.table(("model", "settings", "breaks before", "after", "verdict"), rows))
     print(f"split {args.split}: {len(rows)} models with breaks, {before} -> {after} runtime breaks "
           f"({before - after} removed, {100 * (before - after) / max(before, 1):.0f}%); settings kept on "
-          f"{sum(1 for r in rows if r[4] == 'kept')} models")
+          f"{sum(1 for r in rows if r[4].startswith('kept'))} models")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"split": args.split, "versions": fl.versions(), "models": results,
                        "breaks_before": before, "breaks_after": after}, handle, indent=1, sort_keys=True)
     return 0
+
+
+def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict:
+    """One child run of `name` under the settings `chosen`: breaks, compile error, comparison."""
+    import torch
+
+    out = os.path.join(tmp, f"{name}.{variant}.pt")
+    problem = _child(args.python, ["--child", name, ",".join(chosen), out], out + ".log", args.timeout)
+    if problem:
+        return {"problem": problem[:300]}
+    got = torch.load(out, weights_only=False)
+    return {"breaks": len(got.get("breaks", [])), "compile_error": got.get("compile_error"),
+            "compare": dict(got.get("compare", {})),
+            "gbs": dict(collections.Counter(b["gb"] or "-" for b in got.get("breaks", []))),
+            "build_error": got.get("build_error")}
 
 
 def _child(python: str, argv: list[str], log: str, timeout: int) -> str | None:

@@ -258,7 +258,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def explain_text(rule) -> str:
     modes = "every mode" if len(rule.modes) > 1 else f"{next(iter(rule.modes))} mode only (fullgraph=True traces it)"
     if rule.needs_settings:  # fullgraph=True raises there instead (a data-dependent guard)
-        modes = "default mode, under the setting below"
+        modes = "default mode under the setting below, and with fullgraph=True (which captures scalars itself)"
     parts = [
         f"{rule.code} {rule.name}",
         "",

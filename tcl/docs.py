@@ -45,8 +45,9 @@ def settings_text(rule) -> str:
             f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.removed_by))
             + " (measured: its examples do not break then)")
     if rule.needs_settings:
-        text += ("; only where the program sets " + " and ".join(
-            f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.needs_settings)))
+        text += ("; in default mode only where the program sets " + " and ".join(
+            f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.needs_settings))
+            + " (`--mode fullgraph` captures them itself)")
     return text
 
 

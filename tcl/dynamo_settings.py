@@ -27,6 +27,9 @@ KNOWN = {
     "capture_dynamic_output_shape_ops": "nonzero, boolean-mask indexing, unique and other data-dependent "
                                         "output shapes stay in the graph",
 }
+# fullgraph=True captures scalars and data-dependent shapes whatever the settings say (measured on
+# 2.13: `.item()` and `nonzero` trace; a Python branch on the captured value raises a UserError).
+FULLGRAPH_SETTINGS = frozenset({"capture_scalar_outputs", "capture_dynamic_output_shape_ops"})
 CONFIG_MODULE = "torch._dynamo.config"
 FACT_KEY = "dynamo_settings"
 

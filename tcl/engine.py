@@ -19,7 +19,7 @@ from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
-from .dynamo_settings import settings_in_file
+from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
 from .library_remedies import remedy
 from .guards import boolean_operators, refusal
 from .limits import interruption
@@ -237,6 +237,8 @@ class Analyzer:
         if not candidates:
             return []
         settings = frozenset(self.config.dynamo_config) | settings_in_file(current)
+        if self.config.mode == "fullgraph":
+            settings |= FULLGRAPH_SETTINGS
         by_module: dict[int, list] = defaultdict(list)
         for candidate, reached_from in candidates:
             if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it

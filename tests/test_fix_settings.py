@@ -118,6 +118,16 @@ def test_settings_from_the_configuration_apply_to_every_file(tmp_path, site_pack
     assert [f.code for f in check([user], dynamo_config=["capture_scalar_outputs"])[0]] == ["TCL301"]
 
 
+def test_fullgraph_mode_captures_scalars_itself(tmp_path):
+    """fullgraph=True traces .item() (no TCL203) and raises at a Python branch on it (TCL208)."""
+    from tcl.rules import BY_CODE
+
+    example = BY_CODE["TCL208"].INVALID[0]
+    user = write(tmp_path, "m.py", example.code)
+    assert [f.code for f in check([user])[0]] == ["TCL203"]
+    assert [(f.code, f.line) for f in check([user], mode="fullgraph")[0]] == [("TCL208", example.expected_lines()[0])]
+
+
 def test_unknown_settings_are_one_line_errors(tmp_path, capsys):
     user = write(tmp_path, "m.py", "import torch\n")
     assert main(["check", str(user), "--no-config", "--dynamo-config", "capture_everything"]) == 2

@@ -5,7 +5,8 @@ becomes a symbolic scalar, and arithmetic, slicing and factory sizes built from 
 graph. What cannot stay is Python control flow that needs the scalar's truth value: the break
 moves from the read to the branch (measured on 2.13: `v = x.sum().item(); if v > 0:` breaks at
 the `if` with GB0170, `x * (v * 2 + 1)`, `x[:n]`, `torch.zeros(n)`, `math.sqrt(v)`, `f"{v}"`
-and `assert v == v` do not break). Without the setting these findings are TCL203/TCL204's.
+and `assert v == v` do not break). Without the setting these findings are TCL203/TCL204's. Under
+fullgraph=True, which captures scalars itself, the same branch raises instead.
 """
 
 from __future__ import annotations
@@ -13,20 +14,23 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import Kind
-from .base import DEFAULT_MODE, Example, Rule
+from .base import ALL_MODES, Example, Rule
 
 
 class CapturedScalarBranch(Rule):
     code = "TCL208"
     explains_value = True
     name = "captured-scalar-branch"
-    message = "Python branch on a scalar read from tensor data ({construct}) breaks the graph under capture_scalar_outputs"
+    message = ("Python branch on a scalar read from tensor data ({construct}) breaks the graph when scalars are "
+               "captured (capture_scalar_outputs, fullgraph=True)")
     fix = (
         "keep the decision in the graph: torch.where(t > 0, a, b) on the tensor instead of a Python "
         "if on its value, or torch.cond(pred, true_fn, false_fn, operands) for branches with different work"
     )
     gb = (((2, 0), "GB0170"),)
-    modes = frozenset({DEFAULT_MODE})
+    # fullgraph=True captures scalars itself (tcl.dynamo_settings.FULLGRAPH_SETTINGS): the branch
+    # raises there (UserError, "Could not guard on data-dependent expression"; measured on 2.13).
+    modes = ALL_MODES
     needs_settings = frozenset({"capture_scalar_outputs"})
     rationale = (
         "capture_scalar_outputs keeps `.item()` in the graph as an unbacked symbolic value; Python "
