@@ -50,6 +50,20 @@ def load(path: str):
 
 
 @contextlib.contextmanager
+def own_dynamo_config():
+    """Dynamo's settings as they were, afterwards: a fixed file may turn one on when it is
+    imported (`torch._dynamo.config.capture_scalar_outputs = True`, tcl/fixes/settings.py), and
+    that must not carry over to the next file or to an original measured after it."""
+    saved = torch._dynamo.config.save_config()
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():  # restoring touches deprecated keys, which warn
+            warnings.simplefilter("ignore")
+            torch._dynamo.config.load_config(saved)
+
+
+@contextlib.contextmanager
 def quiet():
     """Examples print, log, warn, and call input()/breakpoint(): feed them "c", hide the noise."""
     stdin = sys.stdin
@@ -129,16 +143,22 @@ def compare(first, again, fixed) -> tuple[bool, int, str]:
 
 
 def count_breaks(path: str) -> int:
-    module = load(path)
-    total = 0
-    for target, args, kwargs in examples(module):
-        with quiet():
-            result = probe(unwrap_compiled(target), args, kwargs or {}, user_files={path}, modes=("default",))
-        total += len(result.breaks)
+    with own_dynamo_config():
+        module = load(path)
+        total = 0
+        for target, args, kwargs in examples(module):
+            with quiet():
+                result = probe(unwrap_compiled(target), args, kwargs or {}, user_files={path}, modes=("default",))
+            total += len(result.breaks)
     return total
 
 
 def compare_outputs(before_path: str, after_path: str) -> tuple[bool, int, str]:
+    with own_dynamo_config():
+        return _compare_outputs(before_path, after_path)
+
+
+def _compare_outputs(before_path: str, after_path: str) -> tuple[bool, int, str]:
     before, again, after = (examples(load(p)) for p in (before_path, before_path, after_path))
     if len(before) != len(after):
         return False, 0, "different number of examples"

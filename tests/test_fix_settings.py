@@ -118,6 +118,43 @@ def test_settings_from_the_configuration_apply_to_every_file(tmp_path, site_pack
     assert [f.code for f in check([user], dynamo_config=["capture_scalar_outputs"])[0]] == ["TCL301"]
 
 
+OWN = """
+    import torch
+
+
+    def scale(x):
+        return x * x.abs().max().item()
+
+
+    @torch.compile
+    def step(x):
+        return scale(x) + 1
+"""
+
+
+def test_own_code_without_a_rewrite_gets_the_setting_before_its_compiled_function(tmp_path, capsys):
+    user = write(tmp_path, "step.py", OWN)
+    main(["fix", str(user), "--no-config", "--apply", "--unsafe-fixes"])
+    capsys.readouterr()
+    assert "torch._dynamo.config.capture_scalar_outputs = True\n\n\n@torch.compile\ndef step" in user.read_text() \
+        or "torch._dynamo.config.capture_scalar_outputs = True\n@torch.compile\ndef step" in user.read_text()
+    assert check([user]) == ([], [])
+
+
+def test_a_module_that_compiles_nothing_gets_no_setting(tmp_path, capsys):
+    user = write(tmp_path, "model.py", """
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x * x.abs().max().item()
+    """)
+    before = user.read_text()
+    main(["fix", str(user), "--no-config", "--apply", "--unsafe-fixes"])
+    assert user.read_text() == before  # setting process-wide state on import is not a library's call
+    assert "turn on torch._dynamo.config" not in capsys.readouterr().err
+
+
 def test_fullgraph_mode_captures_scalars_itself(tmp_path):
     """fullgraph=True traces .item() (no TCL203) and raises at a Python branch on it (TCL208)."""
     from tcl.rules import BY_CODE

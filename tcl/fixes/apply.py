@@ -178,11 +178,10 @@ def compiles(source: str, path: str) -> bool:
 def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
     module = report.module
     parents = _parents(module)
-    # A finding in an installed package: the rule's rewrite is for code the user owns; the user's
-    # side has the compile call, where a Dynamo setting may remove the break (fixes/settings.py).
-    fixes = settings_fixes(report, [(f, c) for f, c in pairs if f.library], parents)
+    fixes = []
     wanted = [(f, c) for f, c in pairs if getattr(c.rule, "fixer", None) is not None and not f.library]
     kinds = _kinds_at(report.analysis, [c for _, c in wanted], parents)
+    rewritten: set[int] = set()
     for finding, candidate in wanted:
         ctx = FixContext(module, candidate.function.index, version, parents, candidate.function,
                          kinds.get(candidate.node, {}))
@@ -195,6 +194,12 @@ def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
             continue
         if fix is not None:
             fixes.append(fix)
+            if fix.safety > SUGGESTION:  # a suggestion is never applied: a setting may still help
+                rewritten.add(id(finding))
+    # A finding in an installed package (the rule's rewrite is for code the user owns) or one of
+    # the file's own that no rewrite covers: a Dynamo setting at the file's compile call may
+    # remove the break (fixes/settings.py).
+    fixes.extend(settings_fixes(report, [(f, c) for f, c in pairs if f.library or id(f) not in rewritten], parents))
     return fixes
 
 

@@ -1,11 +1,13 @@
-"""The fix for a break in an installed package: turn on the Dynamo setting that removes it.
+"""The fix for a break no rewrite removes: turn on the Dynamo setting that does.
 
 A finding that --follow-imports reports from a library cannot be rewritten: the code is someone
-else's. When the checked file owns the `torch.compile` that reaches it and the finding's rule is
-removed by a setting (`Rule.removed_by`, measured per rule by the examples' test), the fix inserts
+else's; and some breaks in the file's own code have no rewrite (`.item()` feeding arithmetic,
+`nonzero`). When the checked file owns a `torch.compile` and the finding's rule is removed by a
+setting (`Rule.removed_by`, measured per rule by the examples' test), the fix inserts
 `torch._dynamo.config.<setting> = True` just before the statement that compiles: the
 `torch.compile(...)` call, the `@torch.compile` function, or, for a helper the compiled code
-calls, the file's first compile call. Dynamo reads the setting when it traces (the first call),
+calls, the file's first compile call (a file that compiles nothing gets no such fix: a library
+module should not set process-wide state on import). Dynamo reads the setting when it traces (the first call),
 so before the compile call is early enough. It is an UNSAFE fix: the setting is process-wide, a
 Python branch on a captured value still breaks (TCL208 then says where), and a backend must
 handle the captured ops; `tcl fix --verify` tries it on the compiler first. Once the line is in
@@ -23,29 +25,37 @@ from .base import UNSAFE, Fix
 
 
 def settings_fixes(report, pairs, parents) -> list[Fix]:
-    """One fix per (compile statement, setting) for the library findings among `pairs`."""
+    """One fix per setting (the first compile statement that needs it) for the findings among `pairs`: in installed code,
+    or in the file's own code where the rule has no rewrite for them (the caller decides)."""
     analysis, module = report.analysis, report.module
-    fixes: dict[tuple, Fix] = {}
+    fixes: dict[str, Fix] = {}
     for finding, candidate in pairs:
-        if not finding.library or not candidate.rule.removed_by:
+        if not candidate.rule.removed_by:
             continue
-        statement = _compile_statement(analysis, candidate.function, parents, module)
+        if finding.library:
+            statement = _compile_statement(analysis, candidate.function, parents, module)
+        else:
+            statement = _own_compile_statement(candidate.function, analysis.index, parents)
         if statement is None:
             continue
         for setting in sorted(candidate.rule.removed_by):
-            key = (id(statement), setting)
+            key = setting  # one line per setting: once it is in the file, it holds for every compile
             if key in fixes:
                 continue
             line = cst.parse_statement(dynamo_settings.statement(setting) + module.default_newline,
                                        config=module.config_for_parsing)
             line = line.with_changes(leading_lines=statement.leading_lines)
+            # A def keeps its blank lines above it (PEP 8); a plain statement follows the setting.
+            after = statement if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else \
+                statement.with_changes(leading_lines=())
             fixes[key] = Fix(
                 finding.code, finding.line, finding.col,
                 f"turn on torch._dynamo.config.{setting} before compiling",
                 UNSAFE,
-                {statement: cst.FlattenSentinel([line, statement.with_changes(leading_lines=())])},
+                {statement: cst.FlattenSentinel([line, after])},
                 note=(f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[setting]}. "
-                      f"It removes the break in {finding.library.split(':')[0]}, code you do not edit"),
+                      + (f"It removes the break in {finding.library.split(':')[0]}, code you do not edit"
+                         if finding.library else f"It removes the break at line {finding.line}, which has no rewrite")),
                 needs_torch=True,
             )
     return list(fixes.values())
@@ -65,6 +75,19 @@ def _compile_statement(analysis, function, parents, module) -> cst.BaseStatement
         return _innermost_statement(owner.node, parents)
     for _target, _scope, call, _top in index.compile_sites:  # a helper a compiled function calls
         return _innermost_statement(call, parents)
+    return None
+
+
+def _own_compile_statement(function, index, parents) -> cst.BaseStatement | None:
+    """For the file's own code: before its `@torch.compile` def, else before the file's first
+    `torch.compile(...)` call, else before its first compiled def; None when it compiles nothing."""
+    if function.is_compiled and function.index is index:
+        return _innermost_statement(function.node, parents)
+    for _target, _scope, call, _top in index.compile_sites:
+        return _innermost_statement(call, parents)
+    for candidate in index.functions.values():
+        if candidate.is_compiled:
+            return _innermost_statement(candidate.node, parents)
     return None
 
 
