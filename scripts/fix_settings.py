@@ -93,8 +93,6 @@ def settings_for(name: str, entry: dict, python: str, assume: list[str]) -> tupl
     """(the settings tcl's findings for this model call for, the findings' codes)."""
     from tcl.rules import BY_CODE
 
-    from models import MODELS  # noqa: F401 -- eval/ is on the path through fix_library
-
     with tempfile.TemporaryDirectory() as tmp:
         user = os.path.join(tmp, "train.py")
         with open(user, "w", encoding="utf-8") as handle:

@@ -205,3 +205,38 @@ def test_verify_keeps_the_setting_when_the_compiler_confirms_it(tmp_path, site_p
     out = capsys.readouterr()
     assert "torch._dynamo.config.capture_scalar_outputs = True\ncompiled = torch.compile(loss_fn)" in user.read_text()
     assert "TCL203 fixed (verified on 1 example: breaks 1 -> 0)" in out.out + out.err
+
+
+@pytest.mark.skipif(__import__("tcl.torch_version", fromlist=["installed"]).installed() != (2, 13),
+                    reason="the wrong result was measured on torch 2.13")
+def test_verify_rejects_the_setting_where_compiled_results_go_wrong(tmp_path, capsys):
+    """The setting is process-wide: it removes `scaled`'s break, and on torch 2.13 it also makes
+    the compiled `decode_lengths` (`eos in row.tolist()` over captured scalars) return [4, 4]
+    instead of [2, 4]. --verify runs every example under the variant and must not keep it."""
+    user = write(tmp_path, "decode.py", """
+        import torch
+
+
+        @torch.compile
+        def scaled(x):
+            return x * x.abs().max().item()
+
+
+        @torch.compile
+        def decode_lengths(token_ids, eos_id: int):
+            lengths = []
+            for row in token_ids:
+                ids = row.tolist()
+                lengths.append(ids.index(eos_id) if eos_id in ids else len(ids))
+            return torch.tensor(lengths)
+
+
+        def tcl_examples():
+            return [(scaled, (torch.randn(4, 4),), {}),
+                    (decode_lengths, (torch.tensor([[5, 2, 1, 0], [7, 7, 7, 7]]), 1), {})]
+    """)
+    before = user.read_text()
+    main(["fix", str(user), "--no-config", "--apply", "--verify"])
+    out = capsys.readouterr()
+    assert user.read_text() == before
+    assert "TCL203 not fixed: example 1 (decode_lengths): compiled outputs differ from eager" in out.err

@@ -25,8 +25,9 @@ from .base import UNSAFE, Fix
 
 
 def settings_fixes(report, pairs, parents) -> list[Fix]:
-    """One fix per setting (the first compile statement that needs it) for the findings among `pairs`: in installed code,
-    or in the file's own code where the rule has no rewrite for them (the caller decides)."""
+    """One fix per setting, at the first compile statement that needs it, for the findings among
+    `pairs`: in installed code, or in the file's own code where no rewrite covers them (the
+    caller decides which)."""
     analysis, module = report.analysis, report.module
     fixes: dict[str, Fix] = {}
     for finding, candidate in pairs:
