@@ -8,9 +8,15 @@ where the compiler confirms them), then for every example of every file's `tcl_e
 * runs the original and the fixed target eagerly on the same inputs (same seed) and compares
   the outputs: same structure, dtypes and shapes, torch.allclose(equal_nan=True);
 * counts runtime graph breaks with tcl.oracle.probe (torch.compile, backend "eager", CPU,
-  default mode) before and after.
+  default mode) before and after;
+* compiles the fixed target (backend "eager") and compares its output with its own eager
+  output: a fix that keeps eager results but changes what the compiled code computes (a Dynamo
+  setting can) shows here ("no, as written too" where the original already differed).
 
 Usage: python scripts/fix_report.py [FIXTURE_DIR]        (exit 1 if any output differs)
+
+A fixed file may turn a Dynamo setting on when imported: every file is measured with Dynamo's
+settings restored afterwards.
 """
 
 from __future__ import annotations
@@ -172,6 +178,30 @@ def _compare_outputs(before_path: str, after_path: str) -> tuple[bool, int, str]
     return True, ignored, ""
 
 
+def run_compiled(target, args, kwargs):
+    """`run_eager`, but through torch.compile (backend "eager", default mode, a fresh compile)."""
+    torch._dynamo.reset()
+    try:
+        return run_eager(torch.compile(target, backend="eager"), args, kwargs)
+    finally:
+        torch._dynamo.reset()
+
+
+def compiled_matches(path: str) -> tuple[bool, str]:
+    """Whether every example's compiled output matches its eager output, in the file at `path`
+    (under whatever Dynamo settings the file turns on when imported). A value that differs
+    between two eager runs is left out, as for the eager comparison."""
+    with own_dynamo_config():
+        module = load(path)
+        for i, (target, args, kwargs) in enumerate(examples(module)):
+            target = unwrap_compiled(target)
+            first, again = run_eager(target, args, kwargs or {}), run_eager(target, args, kwargs or {})
+            identical, _, why = compare(first, again, run_compiled(target, args, kwargs or {}))
+            if not identical:
+                return False, f"example {i}: {why}"
+    return True, ""
+
+
 def findings(paths: list[str]) -> dict[str, int]:
     analyzer = Analyzer(Config())
     return {os.path.basename(p): len(analyzer.check_source(open(p, encoding="utf-8").read(), p).findings) for p in paths}
@@ -186,7 +216,7 @@ def run_tcl_fix(directory: str, flags: list[str]) -> str:
 
 
 def table(title: str, rows: list[tuple]) -> str:
-    header = ("file", "findings", "fixed", "breaks before", "breaks after", "outputs identical")
+    header = ("file", "findings", "fixed", "breaks before", "breaks after", "outputs identical", "compiled = eager")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
     def line(row) -> str:
@@ -211,6 +241,7 @@ def main(argv: list[str]) -> int:
         original_paths = [os.path.join(original, f) for f in files]
         before_findings = findings(original_paths)
         breaks_before = {f: count_breaks(os.path.join(original, f)) for f in files}
+        compiled_before = {f: compiled_matches(os.path.join(original, f))[0] for f in files}
         for flags in ([], ["--unsafe-fixes"], ["--verify"]):
             label = " ".join(["tcl fix --apply", *flags])
             fixed_dir = os.path.join(tmp, flags[0].strip("-") if flags else "safe")
@@ -220,7 +251,7 @@ def main(argv: list[str]) -> int:
             after_findings = findings(fixed_paths)
             rows = []
             totals = [0, 0, 0, 0]
-            variant_ok = True
+            variant_ok = compiled_all = True
             for name in files:
                 after_path = os.path.join(fixed_dir, name)
                 identical, ignored, why = compare_outputs(os.path.join(original, name), after_path)
@@ -230,11 +261,17 @@ def main(argv: list[str]) -> int:
                 if identical and ignored:
                     verdict = f"yes ({ignored} nondeterministic value{'s' * (ignored > 1)} ignored)"
                 breaks_after = count_breaks(after_path)
+                compiled_ok, compiled_why = compiled_matches(after_path)
+                if not compiled_ok and compiled_before[name]:
+                    status, compiled_all = 1, False
+                compiled = "yes" if compiled_ok else (f"NO ({compiled_why})" if compiled_before[name]
+                                                     else "no, as written too")
                 fixed = before_findings[name] - after_findings[name]
-                rows.append((name, before_findings[name], fixed, breaks_before[name], breaks_after, verdict))
+                rows.append((name, before_findings[name], fixed, breaks_before[name], breaks_after, verdict,
+                             compiled))
                 for i, v in enumerate((before_findings[name], fixed, breaks_before[name], breaks_after)):
                     totals[i] += v
-            rows.append(("total", *totals, "yes" if variant_ok else "NO"))
+            rows.append(("total", *totals, "yes" if variant_ok else "NO", "yes" if compiled_all else "NO"))
             print(table(f"{label}   [{summary}]", rows))
             print()
     return status
