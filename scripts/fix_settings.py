@@ -129,12 +129,19 @@ def main(argv=None) -> int:
                         "instead of running it again (except the --rerun ones)")
     parser.add_argument("--rerun", default="", help="with --reuse: comma-separated models to run again")
     parser.add_argument("--timeout", type=int, default=400)
+    parser.add_argument("--report", metavar="JSON", help="print the table of a saved --json result and exit")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "SETTINGS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         name, settings, out = args.child
         return child_run(name, [s for s in settings.split(",") if s], out)
     import fix_library as fl
+
+    if args.report:
+        data = json.load(open(args.report, encoding="utf-8"))
+        rows = [_row(name, item) for name, item in sorted(data["models"].items())]
+        _print_table(fl, data["split"], rows)
+        return 0
 
     fl._eval_imports()
     from models import MODELS, SPLIT
@@ -154,9 +161,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             if name in reused and name not in rerun:
-                item = results[name] = reused[name]
-                rows.append((name, ",".join(s.replace("capture_", "") for s in item["settings"]) or "-",
-                             item["before"], item["after"], item["verdict"]))
+                results[name] = reused[name]
+                rows.append(_row(name, reused[name]))
                 continue
             library, mode, _ = MODELS[name]
             assume = [f"training={'true' if mode == 'train' else 'false'}", "device=cpu", "dtype=float32"]
@@ -167,32 +173,42 @@ def main(argv=None) -> int:
             if settings:
                 for variant, chosen in (("without", []), ("with", settings)):
                     item[variant] = _variant(args, tmp, name, variant, chosen)
-            item["verdict"], item["before"], item["after"] = _verdict(item)
-            if item["verdict"].startswith("rejected") and len(settings) > 1:
+            if _verdict(item)[0].startswith("rejected") and len(settings) > 1:
                 # As `tcl fix --verify` does: all fixes together first, then each one alone.
-                for setting in settings:
-                    alone = dict(item, settings=[setting], **{"with": _variant(args, tmp, name, setting, [setting])})
-                    verdict, before, after = _verdict(alone)
-                    item.setdefault("alone", {})[setting] = {"verdict": verdict, **alone["with"]}
-                    if verdict == "kept" and after < item["after"]:
-                        item["verdict"], item["after"], item["kept_settings"] = f"kept alone: {setting}", after, [setting]
-            if item["verdict"] == "kept":
-                item["kept_settings"] = settings
+                item["alone"] = {setting: _variant(args, tmp, name, setting, [setting]) for setting in settings}
+            _, _, item["before"], item["after"], item["verdict"] = _row(name, item)
             results[name] = item
-            rows.append((name, ",".join(s.replace("capture_", "") for s in settings) or "-", item["before"],
-                         item["after"], item["verdict"]))
+            rows.append(_row(name, item))
             print(f"{name}: {rows[-1][1]} {item['before']} -> {item['after']} {item['verdict']}", flush=True)
-    before = sum(r[2] for r in rows)
-    after = sum(r[3] for r in rows)
-    print(fl.table(("model", "settings", "breaks before", "after", "verdict"), rows))
-    print(f"split {args.split}: {len(rows)} models with breaks, {before} -> {after} runtime breaks "
-          f"({before - after} removed, {100 * (before - after) / max(before, 1):.0f}%); settings kept on "
-          f"{sum(1 for r in rows if r[4].startswith('kept'))} models")
+    before, after = _print_table(fl, args.split, rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"split": args.split, "versions": fl.versions(), "models": results,
                        "breaks_before": before, "breaks_after": after}, handle, indent=1, sort_keys=True)
     return 0
+
+
+def _row(name: str, item: dict) -> tuple:
+    """(model, settings, breaks before, after, verdict), the verdict decided again from the runs."""
+    verdict, before, after = _verdict(item)
+    if verdict == "kept" or not item.get("alone"):
+        return name, ",".join(s.replace("capture_", "") for s in item["settings"]) or "-", before, after, verdict
+    for setting, alone in item["alone"].items():  # the union was rejected; a setting alone may hold
+        one, _, one_after = _verdict(dict(item, settings=[setting], **{"with": alone}))
+        if one == "kept" and one_after < after:
+            verdict, after = f"kept alone: {setting}", one_after
+    return name, ",".join(s.replace("capture_", "") for s in item["settings"]) or "-", before, after, verdict
+
+
+def _print_table(fl, split: str, rows: list[tuple]) -> tuple[int, int]:
+    before = sum(r[2] for r in rows)
+    after = sum(r[3] for r in rows)
+    print(fl.table(("model", "settings", "breaks before", "after", "verdict"), rows))
+    print(f"split {split}: {len(rows)} models with breaks, {before} -> {after} runtime breaks "
+          f"({before - after} removed, {100 * (before - after) / max(before, 1):.0f}%); settings kept on "
+          f"{sum(1 for r in rows if r[4].startswith('kept'))} models; "
+          f"{sum(1 for r in rows if r[4].startswith('not run'))} could not be run")
+    return before, after
 
 
 def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict:
@@ -231,6 +247,9 @@ def _verdict(item: dict) -> tuple[str, int, int]:
     without, with_ = item.get("without"), item.get("with")
     if not item["settings"]:
         return "no setting called for", item["stored_breaks"], item["stored_breaks"]
+    for run in (without, with_):
+        if run and run.get("build_error"):  # this environment cannot build it: nothing measured
+            return f"not run: build error {run['build_error'][:80]}", item["stored_breaks"], item["stored_breaks"]
     if not without or "breaks" not in without:
         return f"not run: {(without or {}).get('problem') or (without or {}).get('build_error')}", \
             item["stored_breaks"], item["stored_breaks"]

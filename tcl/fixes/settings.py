@@ -30,11 +30,17 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
     caller decides which)."""
     analysis, module = report.analysis, report.module
     fixes: dict[str, Fix] = {}
+    branching = _functions_branching_on_captured_scalars(analysis)
     for finding, candidate in pairs:
         if not candidate.rule.removed_by:
             continue
         if finding.library:
             statement = _compile_statement(analysis, candidate.function, parents, module)
+        elif "capture_scalar_outputs" in candidate.rule.removed_by and id(candidate.function.node) in branching:
+            # The scalar steers a Python branch in the same function: under the setting the break
+            # moves to the branch (TCL208), and nothing is gained. In installed code the same
+            # case is left to --verify, which sees whether the breaks go down.
+            continue
         else:
             statement = _own_compile_statement(candidate.function, analysis.index, parents)
         if statement is None:
@@ -60,6 +66,13 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
                 needs_torch=True,
             )
     return list(fixes.values())
+
+
+def _functions_branching_on_captured_scalars(analysis) -> set[int]:
+    """Node ids of the functions with a TCL208 candidate (a Python branch on a scalar read from
+    tensor data): the walk makes them whatever the settings, tcl check shows them only under one."""
+    return {id(c.function.node) for result in analysis.results.values() for c in result.candidates
+            if "capture_scalar_outputs" in c.rule.needs_settings}
 
 
 def _compile_statement(analysis, function, parents, module) -> cst.BaseStatement | None:
