@@ -428,10 +428,12 @@ def total(counts: collections.Counter, keep) -> int:
 # driver
 
 
-def child(argv: list[str], env: dict, log: str, timeout: int) -> str | None:
+def child(argv: list[str], env: dict, log: str, timeout: int, script: str = __file__,
+          python: str = sys.executable) -> str | None:
+    """Run `script` (this one by default) with `argv` in `python`; None, or why it gave no result."""
     with open(log, "w", encoding="utf-8") as logf:
         try:
-            done = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], stdout=logf,
+            done = subprocess.run([python, os.path.abspath(script), *argv], stdout=logf,
                                   stderr=subprocess.STDOUT, env=env, cwd=ROOT, timeout=timeout)
         except subprocess.TimeoutExpired:
             return f"timeout after {timeout}s"

@@ -213,10 +213,14 @@ def _print_table(fl, split: str, rows: list[tuple]) -> tuple[int, int]:
 
 def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict:
     """One child run of `name` under the settings `chosen`: breaks, compile error, comparison."""
+    import fix_library as fl
     import torch
 
     out = os.path.join(tmp, f"{name}.{variant}.pt")
-    problem = _child(args.python, ["--child", name, ",".join(chosen), out], out + ".log", args.timeout)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=ROOT,
+               PYTHONDONTWRITEBYTECODE="1")
+    problem = fl.child(["--child", name, ",".join(chosen), out], env, out + ".log", args.timeout,
+                       script=__file__, python=args.python)
     if problem:
         return {"problem": problem[:300]}
     got = torch.load(out, weights_only=False)
@@ -224,22 +228,6 @@ def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict
             "compare": dict(got.get("compare", {})),
             "gbs": dict(collections.Counter(b["gb"] or "-" for b in got.get("breaks", []))),
             "build_error": got.get("build_error")}
-
-
-def _child(python: str, argv: list[str], log: str, timeout: int) -> str | None:
-    """Run this script's child mode in `python`; None, or why it gave no result."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=ROOT,
-               PYTHONDONTWRITEBYTECODE="1")
-    with open(log, "w", encoding="utf-8") as logf:
-        try:
-            done = subprocess.run([python, os.path.abspath(__file__), *argv], stdout=logf, stderr=subprocess.STDOUT,
-                                  env=env, cwd=ROOT, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return f"timeout after {timeout}s"
-    if done.returncode != 0:
-        with open(log, encoding="utf-8", errors="replace") as handle:
-            return f"exit {done.returncode}: {handle.read()[-800:]}"
-    return None
 
 
 def _verdict(item: dict) -> tuple[str, int, int]:

@@ -92,7 +92,7 @@ def run_model(name: str, modes: list[str], iters: int, repeats: int, warmup: int
               on_row=None) -> list[dict]:
     import torch
 
-    from tcl.bench import _detach, _record, _same, _time
+    from tcl.bench import _detach, _record, _same, _time, _training
     from tcl.oracle import probe
 
     build, settings = MODELS[name]
@@ -103,16 +103,7 @@ def run_model(name: str, modes: list[str], iters: int, repeats: int, warmup: int
     params = [p for p in model.parameters()]
 
     def step_fn(fn):
-        if not train:
-            return fn
-
-        def step(*a, **k):
-            for p in params:
-                p.grad = None
-            out = fn(*a, **k)
-            out.backward()
-            return out
-        return step
+        return _training(fn, params) if train else fn
 
     def patched(on):
         return torch._dynamo.config.patch(**{s: True for s in settings}) if on else contextlib.nullcontext()
