@@ -78,7 +78,7 @@ def child_discover(names: list[str], libraries: list[str], out_path: str) -> int
     from models import MODELS
     from worker import library_roots
 
-    roots = {k: v for k, v in library_roots().items() if k in libraries}
+    roots = {k: v for library in libraries for k, v in library_roots(library).items() if k in libraries}
     prefixes = tuple(root + os.sep for root in roots.values())
     result = {"roots": roots, "models": {}}
     for name in names:
@@ -135,8 +135,8 @@ def child_run(name: str, out_path: str) -> int:
     from tcl.oracle import probe
 
     started = time.time()
-    roots = library_roots()
     library, mode, builder = MODELS[name]
+    roots = library_roots(library)  # the model's library (the three development ones together)
     result = {"name": name, "roots": roots}
     try:
         seed()
