@@ -92,7 +92,7 @@ def run_model(name: str, modes: list[str], iters: int, repeats: int, warmup: int
               on_row=None) -> list[dict]:
     import torch
 
-    from tcl.bench import _detach, _record, _same, _time, _training
+    from tcl.bench import _detach, _record, _same, _time, _training, within_noise
     from tcl.oracle import probe
 
     build, settings = MODELS[name]
@@ -142,8 +142,7 @@ def run_model(name: str, modes: list[str], iters: int, repeats: int, warmup: int
                         row["same_out"] = _same(reference, out)
                     _record(row, label, _time(step, args, kwargs, iters, warmup, sync, repeats=repeats))
             row["recovered"] = row["written_ms"] / row["fixed_ms"]
-            row["within_noise"] = not (row["written_ms_range"][0] > row["fixed_ms_range"][1]
-                                       or row["fixed_ms_range"][0] > row["written_ms_range"][1])
+            row["within_noise"] = within_noise(row, "written", "fixed")
             rows.append(row)
             print(json.dumps(row), flush=True)
             if on_row is not None:

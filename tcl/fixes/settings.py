@@ -87,9 +87,7 @@ def _compile_statement(analysis, function, parents, module) -> cst.BaseStatement
         return _innermost_statement(node, parents)
     if owner.is_compiled and isinstance(owner.node, cst.FunctionDef):  # `@torch.compile def step`
         return _innermost_statement(owner.node, parents)
-    for _target, _scope, call, _top in index.compile_sites:  # a helper a compiled function calls
-        return _innermost_statement(call, parents)
-    return None
+    return _first_compile_call(index, parents)  # a helper a compiled function calls
 
 
 def _own_compile_statement(function, index, parents) -> cst.BaseStatement | None:
@@ -97,11 +95,19 @@ def _own_compile_statement(function, index, parents) -> cst.BaseStatement | None
     `torch.compile(...)` call, else before its first compiled def; None when it compiles nothing."""
     if function.is_compiled and function.index is index:
         return _innermost_statement(function.node, parents)
-    for _target, _scope, call, _top in index.compile_sites:
-        return _innermost_statement(call, parents)
+    first = _first_compile_call(index, parents)
+    if first is not None:
+        return first
     for candidate in index.functions.values():
         if candidate.is_compiled:
             return _innermost_statement(candidate.node, parents)
+    return None
+
+
+def _first_compile_call(index, parents) -> cst.BaseStatement | None:
+    """The statement holding the file's first `torch.compile(...)` call, or None."""
+    for _target, _scope, call, _top in index.compile_sites:
+        return _innermost_statement(call, parents)
     return None
 
 
