@@ -55,6 +55,9 @@ SPLITS = {
     "msssim": "heldout2",        # pytorch-msssim: SSIM / MS-SSIM metrics and losses
     "tabnet": "heldout2",        # pytorch-tabnet: TabNet networks, sparsemax / entmax
     "mambapy": "heldout2",       # mambapy: Mamba, Mamba-2, Jamba, Vision Mamba in pure PyTorch
+    # heldout3: measure only (added in session 9, built without reading tcl's findings)
+    "rotary": "heldout3",        # rotary-embedding-torch: rotary / axial embeddings in attention, KV-cache decoding
+    "entmax": "heldout3",        # entmax: sparsemax / entmax mappings and Fenchel-Young losses
 }
 
 
