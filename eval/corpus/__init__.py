@@ -58,6 +58,8 @@ SPLITS = {
     # heldout3: measure only (added in session 9, built without reading tcl's findings)
     "rotary": "heldout3",        # rotary-embedding-torch: rotary / axial embeddings in attention, KV-cache decoding
     "entmax": "heldout3",        # entmax: sparsemax / entmax mappings and Fenchel-Young losses
+    "geomloss": "heldout3",      # geomloss: Sinkhorn / kernel distances between point clouds
+    "pyro": "heldout3",          # pyro-ppl: Pyro flows, ELBO losses, Bayesian NNs, Predictive, GP regression
 }
 
 
