@@ -1,9 +1,9 @@
 """entmax: sparse alternatives to softmax and their losses, as its README uses them: the
 functions `sparsemax` / `entmax15` / `entmax_bisect` (also with `k` for the partial-sort
-variant and a learned, per-row alpha), the modules `Entmax15` / `EntmaxBisect` / `NormmaxBisect`
-/ `BudgetBisect` as the normalizer in a user's attention or classifier, and the Fenchel-Young
-losses (`Entmax15Loss`, `SparsemaxLoss` with `ignore_index`, `EntmaxBisectLoss`) in a training
-forward.  Batch 2 -> 3 -> 4, sequence 6 -> 9 -> 12, 10 classes.
+variant and a learned, per-head alpha), the modules `Entmax15` / `NormmaxBisect` as the
+normalizer in a user's attention or classifier, and the Fenchel-Young losses (`Entmax15Loss`,
+`SparsemaxLoss` with `ignore_index`, `EntmaxBisectLoss`) in a training forward.  Batch 2 -> 3
+-> 4, sequence 6 -> 9 -> 12, 10 classes.
 """
 
 from __future__ import annotations
@@ -150,12 +150,6 @@ def normmax_module(shape=0):
     return _Normalized(NormmaxBisect(alpha=2, dim=-1, n_iter=30)).eval(), (_features(shape),), {}
 
 
-def budget_module(shape=0):
-    from entmax import BudgetBisect
-
-    return _Normalized(BudgetBisect(budget=3, dim=-1, n_iter=30)).eval(), (_features(shape),), {}
-
-
 MODELS = {
     "entmax_sparsemax_fn": ("eval", sparsemax_fn),
     "entmax_entmax15_fn": ("train", entmax15_fn),
@@ -167,5 +161,4 @@ MODELS = {
     "entmax_sparsemax_loss_ignore_index": ("train", sparsemax_loss_ignore_index),
     "entmax_bisect_loss_train": ("train", bisect_loss_train),
     "entmax_normmax_module": ("eval", normmax_module),
-    "entmax_budget_module": ("eval", budget_module),
 }

@@ -1,7 +1,7 @@
 """geomloss: optimal-transport and kernel distances between point clouds, as its documentation
 uses them: `SamplesLoss(loss=..., p=2, blur=...)` called on two clouds (batched (B, N, D), also
 with weights `loss(a, x, b, y)`), the Sinkhorn divergence balanced and unbalanced (`reach`), with
-`potentials=True`, without debiasing, the kernel (energy / gaussian / laplacian) losses, and a
+`potentials=True`, without debiasing, the kernel (energy / gaussian) losses, and a
 user's generator trained with the Sinkhorn loss.  Batch 2 -> 3 -> 4; clouds of 16 -> 24 -> 32
 points (the target cloud 4 more) in 3-D.
 """
@@ -67,10 +67,6 @@ def gaussian(shape=0):
     return _loss(shape, loss="gaussian", blur=0.5)
 
 
-def laplacian(shape=0):
-    return _loss(shape, loss="laplacian", blur=0.5)
-
-
 def sinkhorn_biased(shape=0):
     """debias=False: the plain entropic OT cost instead of the divergence."""
     return _loss(shape, loss="sinkhorn", p=2, blur=0.05, debias=False)
@@ -103,7 +99,6 @@ MODELS = {
     "geomloss_sinkhorn_potentials": ("train", sinkhorn_potentials),
     "geomloss_energy": ("train", energy),
     "geomloss_gaussian": ("train", gaussian),
-    "geomloss_laplacian": ("train", laplacian),
     "geomloss_sinkhorn_biased": ("train", sinkhorn_biased),
     "geomloss_generator_train": ("train", generator_train),
 }
