@@ -18,7 +18,8 @@ The split is fixed per library, before any result was looked at, in SPLITS below
 tuned on "dev" only; "heldout" is read only to measure (docs/accuracy.md reports both).
 "heldout2" is a second held-back part, added in session 7 and built by someone who never read
 tcl's findings on it (eight further libraries); like "heldout" it is only measured, scored
-apart from the other splits.
+apart from the other splits.  "heldout3" is a third held-back part of eight more libraries, built
+the same way in session 9 by someone who never read tcl's findings on it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,15 @@ SPLITS = {
     "msssim": "heldout2",        # pytorch-msssim: SSIM / MS-SSIM metrics and losses
     "tabnet": "heldout2",        # pytorch-tabnet: TabNet networks, sparsemax / entmax
     "mambapy": "heldout2",       # mambapy: Mamba, Mamba-2, Jamba, Vision Mamba in pure PyTorch
+    # heldout3: measure only (added in session 9, built without reading tcl's findings)
+    "rotary": "heldout3",        # rotary-embedding-torch: rotary / axial embeddings in attention, KV-cache decoding
+    "entmax": "heldout3",        # entmax: sparsemax / entmax mappings and Fenchel-Young losses
+    "geomloss": "heldout3",      # geomloss: Sinkhorn / kernel distances between point clouds
+    "pyro": "heldout3",          # pyro-ppl: Pyro flows, ELBO losses, Bayesian NNs, Predictive, GP regression
+    "wavelets": "heldout3",      # pytorch-wavelets: DWT / DTCWT transforms, scattering layers, wavelet pooling
+    "asteroid_fb": "heldout3",   # asteroid-filterbanks: audio encoders/decoders, masking separators, PCEN
+    "pyopt": "heldout3",         # pytorch-optimizer (kozistr): optimizers' step functions, two of its losses
+    "schedulefree": "heldout3",  # schedulefree: Schedule-Free optimizers' steps, wrapper, closure and full train steps
 }
 
 
