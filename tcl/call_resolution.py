@@ -7,18 +7,24 @@ Two more questions cover indirect calls: `dispatch_targets` (a call through a mo
 dict of functions, or a property returning `TABLE[key]`: every entry may run) and
 `override_targets` (`self.m()` in a base class runs the overrides of its subclasses across the
 tree, found by name in the project scan and loaded only where a subclass defines `m`; and
-`self.attr(...)` where `__init__` bound the attribute to `self.method`). FileAnalysis inherits
-this class; it provides `index`, `project`, `resolved`, `tables`, `overrides` and
-`foreign_indexes()`.
+`self.attr(...)` where `__init__` bound the attribute to `self.method`). Two kinds of call
+choose their target at run time and are answered with every target that fits: `F.apply(...)` of
+a torch.autograd.Function runs its forward (`resolve_call`, `ctx` left out of the arguments) and
+its backward (`override_targets`), both of which Dynamo traces; `getattr(self, "{}_reduction".
+format(kind))(...)`, directly or through a helper returning it, runs every method whose name fits
+the constant parts (`named_method_values`; one argument list fits them all, so argument kinds
+hold). FileAnalysis inherits this class; it provides `index`, `project`, `resolved`, `tables`,
+`overrides` and `foreign_indexes()`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import libcst as cst
 
-from .instances import InstanceResolver
+from .instances import InstanceResolver, _function_binding, _returned_values
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .project import module_name_of
 
@@ -100,6 +106,13 @@ class CallResolver(InstanceResolver):
         learning's losses: one forward in the base, the loss in each subclass)."""
         func = call.func
         owner = caller.owner
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply":
+            # Dynamo traces an autograd.Function's backward with its forward (measured on 2.13:
+            # a data-dependent branch in backward breaks the graph at the `apply` call's frame).
+            function_class = self.autograd_function_class(func.value, caller)
+            if function_class is not None:
+                backward = self.method_of(function_class, "backward")
+                return [backward] if backward is not None else []
         others = self._candidate_targets(call, caller)
         if others is not None:
             return others
@@ -111,7 +124,7 @@ class CallResolver(InstanceResolver):
         if found is not None:
             return found
         self.overrides[key] = []
-        name, targets, seen = func.attr.value, [], set()
+        name, targets = func.attr.value, []
         if caller.receiver is not None:
             # The compiled object's class is known: `self.m()` is its m (resolve_call); only
             # a submodule attribute assigned different classes may run any of their forwards.
@@ -140,27 +153,96 @@ class CallResolver(InstanceResolver):
                     targets.append(method)
         # Walk the subclass tree by name (the project scan), loading only the classes whose
         # own body defines the method: parsing every subclass file would cost more than the rest.
-        queue = self._subclass_names(owner)
+        self._add_subclass_overrides(owner, lambda method_name: method_name == name, targets)
+        self.overrides[key] = targets
+        return targets
+
+    def _add_subclass_overrides(self, owner: ClassInfo, wanted, targets: list[FunctionInfo]) -> None:
+        """Append to `targets` the methods whose name `wanted` accepts that `owner`'s subclasses
+        across the tree define. Walks the subclass tree by name (the project scan), loading
+        only the classes whose own body defines such a method: parsing every subclass file
+        would cost more than the rest."""
+        queue, seen = self._subclass_names(owner), set()
         local = [c for c in owner.index.classes.values() if owner.name in c.bases and c is not owner]
         for cls in local:
-            method = cls.methods.get(name)
-            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
-                targets.append(method)
+            for name, method in cls.methods.items():
+                if wanted(name) and self._overrides_ok(method, cls, name) and method not in targets:
+                    targets.append(method)
         while queue and len(targets) < self.MAX_OVERRIDES:
             qualname = queue.pop(0)
             if qualname in seen:
                 continue
             seen.add(qualname)
             queue.extend(self.project.subclasses.get(qualname, ()))
-            if name not in self.project.class_methods.get(qualname, ()):
+            names = [n for n in self.project.class_methods.get(qualname, ()) if wanted(n)]
+            if not names:
                 continue
             module, _, class_name = qualname.rpartition(".")
             cls = self._class_here(module, class_name) or self.project.find(qualname)
-            method = cls.methods.get(name) if cls is not None and hasattr(cls, "methods") else None
-            if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
-                targets.append(method)
-        self.overrides[key] = targets
+            for name in names:
+                method = cls.methods.get(name) if cls is not None and hasattr(cls, "methods") else None
+                if method is not None and self._overrides_ok(method, cls, name) and method not in targets:
+                    targets.append(method)
+
+    def named_method_targets(self, expr: cst.BaseExpression, caller: FunctionInfo) -> list[FunctionInfo]:
+        """The methods `getattr(self, <name>)` may fetch when the name is built from constant
+        parts (`"{}_reduction".format(kind)`, `f"assert_sizes_{kind}"`, `"_" + mode`): every
+        method of the object's class, its bases and (when the compiled class is not known)
+        its subclasses whose name fits. A name with no constant part fetches nothing known."""
+        pattern = getattr_self_pattern(expr)
+        owner = caller.owner
+        if pattern is None or owner is None:
+            return []
+        lookup = caller.receiver or owner
+        wanted = pattern.fullmatch
+        names: list[str] = []
+        for cls in self._mro(lookup):
+            names.extend(n for n in cls.methods if wanted(n) and n not in names)
+        targets: list[FunctionInfo] = []
+        for name in names:
+            method = self.method_of(lookup, name)
+            if method is not None and not method.is_property and not method.is_disabled:
+                method = self.bind(method, caller.receiver)
+                if method not in targets:
+                    targets.append(method)
+        if caller.receiver is None:
+            self._add_subclass_overrides(owner, wanted, targets)
         return targets
+
+    def named_method_values(self, func: cst.BaseExpression, caller: FunctionInfo) -> list[FunctionInfo]:
+        """`getattr(self, pattern)(...)`, or a name bound in the caller to that or to
+        `self.m(...)` whose every `return` is one (pytorch-metric-learning's
+        `reduction_func = self.get_reduction_func(kind)`)."""
+        if isinstance(func, cst.Call):
+            return self.named_method_targets(func, caller)
+        if not isinstance(func, cst.Name) or caller.node is None:
+            return []
+        bound = _function_binding(caller.node, func.value)
+        if bound is None or bound[0] != "value" or not isinstance(bound[1], cst.Call):
+            return []
+        value = bound[1]
+        found = self.named_method_targets(value, caller)
+        if found or not (isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name)
+                         and value.func.value.value == "self"):
+            return found
+        getter = self.resolve_call(value, caller)
+        if getter is None or getter.owner is None:
+            return []
+        returns = _returned_values(getter.node)
+        targets: list[FunctionInfo] = []
+        for returned in returns:
+            fetched = self.named_method_targets(returned, getter)
+            if not fetched:
+                return []
+            targets.extend(f for f in fetched if f not in targets)
+        return targets
+
+    def autograd_function_class(self, expr: cst.BaseExpression, caller: FunctionInfo) -> ClassInfo | None:
+        """The torch.autograd.Function subclass `expr` names (`F` in `F.apply(...)`), or None."""
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return None
+        cls = self._class_of_name(expr, caller.index, caller)
+        return cls if cls is not None and cls.is_autograd_function else None
 
     def _candidate_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo] | None:
         """`miner(x)` / `flow.log_prob(x)` on a name a factory parameter fills with different
@@ -270,6 +352,10 @@ class CallResolver(InstanceResolver):
         attr = func.attr.value
         receiver = func.value
         owner = caller.owner
+        if attr == "apply":  # `F.apply(x, k)`: an autograd.Function's forward(ctx, x, k)
+            function_class = self.autograd_function_class(func.value, caller)
+            if function_class is not None:
+                return self.method_of(function_class, "forward")
         if isinstance(receiver, cst.Name):
             if receiver.value == "self" and owner is not None:
                 lookup = caller.receiver or owner
@@ -340,6 +426,48 @@ class CallResolver(InstanceResolver):
             if cls is not None and cls.is_module:
                 return self.method_of(cls, "forward")
         return None
+
+
+def getattr_self_pattern(expr: cst.BaseExpression) -> "re.Pattern[str] | None":
+    """`getattr(self, NAME)` -> a regex of the attribute names NAME may spell: a string
+    literal exactly, `"a_{}".format(x)` / `f"a_{x}"` / `"a_" + x` with every unknown part an
+    identifier fragment; None when NAME has no constant part or the call is not getattr on self."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "getattr"
+            and len(expr.args) == 2 and isinstance(expr.args[0].value, cst.Name)
+            and expr.args[0].value.value == "self"):
+        return None
+    parts = _name_parts(expr.args[1].value)
+    if parts is None or not any(p for p in parts if p is not None):
+        return None
+    return re.compile("".join(r"\w+" if p is None else re.escape(p) for p in parts))
+
+
+def _name_parts(node: cst.BaseExpression) -> list[str | None] | None:
+    """The constant pieces of a string expression, None for each unknown piece."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return [value] if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString):
+        parts: list[str | None] = []
+        for part in node.parts:
+            parts.append(part.value if isinstance(part, cst.FormattedStringText) else None)
+        return parts
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format"
+            and isinstance(node.func.value, cst.SimpleString)):
+        template = node.func.value.evaluated_value
+        if not isinstance(template, str):
+            return None
+        pieces = re.split(r"\{[^{}]*\}", template)
+        parts = []
+        for i, piece in enumerate(pieces):
+            if i:
+                parts.append(None)
+            parts.append(piece)
+        return parts
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = _name_parts(node.left), _name_parts(node.right)
+        return (left or [None]) + (right or [None])
+    return [None]
 
 
 def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:

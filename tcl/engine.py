@@ -662,6 +662,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             "tuple": self._tuple_returns,
             "property": lambda node: self.resolve_property(node, function),
             "dispatch": lambda call: self.dispatch_targets(call, function),
+            "named_methods": lambda call: self.named_method_values(call.func, function),
             "overrides": lambda call: self.override_targets(call, function),
             "breaks": self._breaks,
         }
@@ -701,6 +702,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             tuple_returns=questions["tuple"],
             resolve_property=questions["property"],
             dispatch_targets=questions["dispatch"],
+            named_method_targets=questions["named_methods"],
             override_targets=questions["overrides"],
             callee_breaks=questions["breaks"],
             assume=self.analyzer.config.assume,

@@ -11,6 +11,15 @@ call's result is an instance of `C` when the callee is annotated `-> C` or every
 builds a `C`. `C` must be a class the analysis can read (this file, another checked file, or
 an installed package with --follow-imports). Anything else is no class: the call is simply
 not followed, which costs reach, never precision.
+
+Where the class is chosen at run time, every class that may be chosen counts (the call runs one
+of them; which one is rarely static): `TABLE[key](...)` / `TABLE.get(key)(...)` of a module-
+level dict whose values are all classes (`table_classes`: `SOLVERS[method](...)`,
+`*_ATTENTION_CLASSES[config.impl](config)`), what any method assigns to `self.x` when
+`__init__`'s value says nothing (`self.kv_cache = KVCache(...)` in `setup_caches`), and a loop
+variable over a container (`element_classes`: `for layer in self.layers`, with the list built up
+by `model += [...]` / `.append` before `nn.ModuleList(model)`). A bound method passed on
+(`default(decay, self.get_current_decay)`) is the function the callee calls.
 """
 
 from __future__ import annotations
@@ -65,7 +74,10 @@ class InstanceResolver:
                     found = self.instance_class(value, init, cls.index, depth + 1)
                     if found is not None:
                         return found
-            return None
+            # `self.kv_cache = kv_cache` (None by default) in __init__, `self.kv_cache =
+            # KVCache(...)` in `setup_caches`: what any method of the class assigns
+            classes = self.attribute_classes(receiver or owner, expr.attr.value) if depth <= 2 else []
+            return classes[0] if classes else None
         if isinstance(expr, cst.IfExp):  # `a if c else b`: the first branch with a known class
             return (self.instance_class(expr.body, function, index, depth + 1)
                     or self.instance_class(expr.orelse, function, index, depth + 1))
@@ -90,8 +102,10 @@ class InstanceResolver:
             index = (receiver or owner).index if value is not None else index
             holder = receiver if _class_attribute(receiver, expr.attr.value) is not None else owner
             if value is not None and not _container_elements(value, index) and holder is not None:
-                appended = _appended(holder, expr.attr.value)
                 init = self.method_of(holder, "__init__")
+                # `self.layers = nn.ModuleList(model)` after `model = [...]; model += [...]`
+                appended = (_container_elements(value, index, init.node) if init is not None else []) or _appended(
+                    holder, expr.attr.value)
                 chosen = _pick(appended, position)
                 return self.instance_class(chosen, init, index, depth + 1) if chosen is not None else None
             function = None
@@ -107,6 +121,37 @@ class InstanceResolver:
         chosen = _pick(elements, position)
         return self.instance_class(chosen, function, index, depth + 1) if chosen is not None else None
 
+    def element_classes(self, expr: cst.BaseExpression, function: FunctionInfo | None,
+                        index: ModuleIndex) -> list[ClassInfo]:
+        """Every class among a container's elements, for a loop over it (`for layer in
+        self.layers: x = layer(x)` runs each element's forward): `self.layers` built in
+        `__init__`, or a local name bound to a container."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            owner = (function.receiver or function.owner) if function is not None else None
+            holder = owner if _class_attribute(owner, expr.attr.value) is not None else (
+                function.owner if function is not None else None)
+            value = _class_attribute(holder, expr.attr.value)
+            if holder is None or value is None:
+                return []
+            init = self.method_of(holder, "__init__")
+            scope = self.bind(init, owner) if init is not None else None
+            elements = (_container_elements(value, holder.index, init.node if init is not None else None)
+                        or _appended(holder, expr.attr.value))
+            index = holder.index
+        elif isinstance(expr, cst.Name) and function is not None:
+            bound = _function_binding(function.node, expr.value)
+            if bound is None or bound[0] != "value":
+                return []
+            elements, scope = _container_elements(bound[1], index, function.node), function
+        else:
+            return []
+        out: list[ClassInfo] = []
+        for element in elements:
+            cls = self.instance_class(element, scope, index, 2)
+            if cls is not None and cls not in out:
+                out.append(cls)
+        return out
+
     def attribute_classes(self, owner: ClassInfo | None, attr: str) -> list[ClassInfo]:
         """Every class the methods of `owner` assign to `self.<attr>` (`self.mlp = Sparse(...)`
         in one branch, `Dense(...)` in the other): a call on the attribute may run any."""
@@ -117,9 +162,9 @@ class InstanceResolver:
             init = self.bind(self.method_of(holder, "__init__"), owner if owner is not holder else None)
             for value in _assignments(holder, attr):
                 for branch in ([value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]):
-                    cls = self.instance_class(branch, init, holder.index, 2)
-                    if cls is not None and cls not in out:
-                        out.append(cls)
+                    # `self.attn = ATTENTION_CLASSES[config.impl](config)`: any of the table's
+                    classes = self.table_classes(branch, holder.index) or [self.instance_class(branch, init, holder.index, 2)]
+                    out.extend(c for c in classes if c is not None and c not in out)
             if out:
                 break
         return out
@@ -161,6 +206,9 @@ class InstanceResolver:
         cls = self._class_of_name(func, index, function)
         if cls is not None:
             return cls
+        table = self.table_classes(call, index)
+        if table:  # `SOLVERS[method](...)`: the first; candidate_classes gives them all
+            return table[0]
         if isinstance(func, cst.Attribute):
             owner_class = self._class_of_name(func.value, index, function)
             if owner_class is not None:  # `Model.from_pretrained(...)`, a classmethod factory
@@ -239,6 +287,37 @@ class InstanceResolver:
             cls = self.instance_class(func, function, index, depth)
             return self.call_method_of(cls) if cls is not None else None
         return None
+
+    def table_classes(self, expr: cst.BaseExpression, index: ModuleIndex) -> list[ClassInfo]:
+        """The classes a registry call may build: `TABLE[key](...)` or `TABLE.get(key)(...)`
+        where TABLE is a module-level dict whose values name classes (`SOLVERS = {"euler":
+        Euler, "rk4": RK4}`, transformers' `*_ATTENTION_CLASSES`). The key is rarely static, so
+        every class counts; a table with any value that is not a class gives none."""
+        if not isinstance(expr, cst.Call):
+            return []
+        func = expr.func
+        if isinstance(func, cst.Subscript):
+            table = func.value
+        elif (isinstance(func, cst.Call) and isinstance(func.func, cst.Attribute)
+              and func.func.attr.value == "get"):
+            table = func.func.value
+        else:
+            return []
+        if not isinstance(table, cst.Name):
+            return []
+        owner, values = index, index.dispatch_tables.get(table.value)
+        if values is None:
+            module, _, name = (index.qualify(table) or "").rpartition(".")
+            owner = self.project.index_of(module) if module else None
+            values = owner.dispatch_tables.get(name) if owner is not None else None
+        classes: list[ClassInfo] = []
+        for value in values or ():
+            cls = self._class_of_name(value, owner)
+            if cls is None:
+                return []
+            if cls not in classes:
+                classes.append(cls)
+        return classes
 
     def call_method_of(self, cls: ClassInfo) -> FunctionInfo | None:
         """What calling an instance runs: a `__call__` the class (or a base the analysis can
@@ -357,6 +436,12 @@ class InstanceResolver:
             value = _module_binding(index, expr.value)
             if value is not None:
                 return self.function_value(value, None, index, depth + 1)
+        if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+                and function is not None and function.owner is not None):
+            # a bound method passed on: `default(decay, self.get_current_decay)` calls it there
+            method = self.method_of(function.receiver or function.owner, expr.attr.value)
+            if method is not None and not method.is_property:
+                return self.bind(method, function.receiver)
         if isinstance(expr, (cst.Name, cst.Attribute)):
             qualname = qualify_in(expr, function, index)
             found = self.project.find(qualname) if qualname and not qualname.startswith(("torch.", "builtins.")) else None
@@ -393,6 +478,12 @@ class InstanceResolver:
             return []
         kind, value = bound
         out: list[ClassInfo] = []
+        if kind == "element":  # a loop variable: any element of what the loop runs over
+            return self.element_classes(value, scope, scope.index)
+        if kind == "value" and isinstance(value, cst.BaseExpression):
+            out = self.table_classes(value, scope.index)
+            if out:  # `solver = SOLVERS[method](...)`; `solver.integrate(t)` runs any one's
+                return out
         if kind == "param":
             for argument, caller, where in self.arguments_of(scope, expr.value)[:16]:
                 cls = self.instance_class(argument, caller, where, 2)
@@ -502,20 +593,59 @@ def _appended(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
     return _self_writes(owner)[1].get(attr, [])
 
 
-def _container_elements(value, index: ModuleIndex) -> list[cst.BaseExpression]:
-    """The element expressions of a container-building expression, or []."""
+def _container_elements(value, index: ModuleIndex, scope: cst.FunctionDef | None = None) -> list[cst.BaseExpression]:
+    """The element expressions of a container-building expression, or []. With the def it
+    is evaluated in, `nn.ModuleList(model)` also reads the list `model` is built up to there
+    (`model = [A(...)]`, `model += [B(...)]`, `model.append(C(...))`)."""
     if isinstance(value, cst.Call) and value.args:
         name = (index.qualify(value.func) or "").rsplit(".", 1)[-1]
         if name not in CONTAINERS:
             return []
         if name == "Sequential" and not isinstance(value.args[0].value, (cst.ListComp, cst.GeneratorExp, cst.List)):
+            if scope is not None and len(value.args) == 1 and value.args[0].star == "*":
+                return _built_list(scope, value.args[0].value, index)
             return [arg.value for arg in value.args if not arg.star and arg.keyword is None]
         value = value.args[0].value
     if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
         return [value.elt]
     if isinstance(value, (cst.List, cst.Tuple)):
         return [e.value for e in value.elements if isinstance(e, cst.Element)]
+    if scope is not None and isinstance(value, cst.Name):
+        return _built_list(scope, value, index)
     return []
+
+
+MAX_BUILT_ELEMENTS = 32
+
+
+def _built_list(scope: cst.FunctionDef, name: cst.BaseExpression, index: ModuleIndex) -> list[cst.BaseExpression]:
+    """The elements a def puts into the local list `name`: its displays (`model = [...]`),
+    `model += [...]`, `model.append(x)` and `model.extend([...])`, anywhere in its body."""
+    if not isinstance(name, cst.Name):
+        return []
+    target, found = name.value, []
+
+    class Builds(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is scope
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Name) and t.target.value == target for t in node.targets):
+                found.extend(_container_elements(node.value, index))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == target and isinstance(node.operator, cst.AddAssign):
+                found.extend(_container_elements(node.value, index))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == target
+                    and func.attr.value in ("append", "extend") and len(node.args) == 1):
+                value = node.args[0].value
+                found.extend(_container_elements(value, index) if func.attr.value == "extend" else [value])
+
+    scope.visit(Builds())
+    return found[:MAX_BUILT_ELEMENTS]
 
 
 def qualify_in(expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex) -> str | None:

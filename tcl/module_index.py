@@ -62,6 +62,9 @@ class ClassInfo:
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     is_module: bool = False
     is_optimizer: bool = False  # a torch.optim.Optimizer: its step() is compiled as users do
+    # A torch.autograd.Function: `C.apply(...)` in traced code runs its forward and backward,
+    # both of which Dynamo traces (measured on 2.13: a data-dependent branch in either breaks).
+    is_autograd_function: bool = False
     index: "ModuleIndex | None" = None
     _attributes: dict[str, cst.BaseExpression] = field(default_factory=dict)
     _buffers: set[str] = field(default_factory=set)
@@ -163,6 +166,7 @@ def build_index(
         function.index = index
     _mark_module_classes(index)
     _mark_optimizer_classes(index)
+    _mark_classes(index, "is_autograd_function", lambda base: base in AUTOGRAD_FUNCTION_ROOTS)
     if "compile(" in source:
         collect_compile_calls(module, index, compile_calls)
     return index
@@ -368,6 +372,9 @@ def _mark_module_classes(index: ModuleIndex) -> None:
 
 
 OPTIMIZER_ROOTS = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+AUTOGRAD_FUNCTION_ROOTS = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
+})
 
 
 def _mark_optimizer_classes(index: ModuleIndex) -> None:

@@ -115,12 +115,23 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
 
 
 def _positional_params(function: FunctionInfo) -> list[cst.Param]:
-    """The parameters call sites fill by position: a method's `self`/`cls` left out."""
+    """The parameters call sites fill by position: a method's `self`/`cls` left out, and the
+    `ctx` of an autograd.Function's forward/backward (`F.apply(x, k)` fills `x, k`)."""
     params = function.node.params
     positional = list(params.posonly_params) + list(params.params)
     if function.owner is not None and not function.is_staticmethod and positional and positional[0].name.value in (SELF, "cls"):
         positional = positional[1:]
+    elif positional and is_autograd_method(function):
+        positional = positional[1:]
     return positional
+
+
+def is_autograd_method(function: FunctionInfo) -> bool:
+    """The staticmethod forward/backward of a torch.autograd.Function, whose first parameter
+    is the ctx object Dynamo passes itself."""
+    owner = function.owner
+    return (owner is not None and owner.is_autograd_function and function.is_staticmethod
+            and function.name in ("forward", "backward"))
 
 
 def _positional_names(function: FunctionInfo) -> list[str]:

@@ -138,6 +138,7 @@ class FunctionWalker(cst.CSTVisitor):
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
+        named_method_targets=lambda call: [],
         override_targets=lambda call: (),
         callee_breaks=lambda function: False,
         assume: dict | None = None,
@@ -149,6 +150,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.callee_breaks = callee_breaks
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
+        self.named_method_targets = named_method_targets
         self.override_targets = override_targets
         self.resolve_property = resolve_property
         self.function = function
@@ -466,7 +468,11 @@ class FunctionWalker(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         callee = self.resolve_call(node)
         # A call through a dispatch table (`self.loss_function(...)`) may run any of its entries.
-        callees = [callee] if callee is not None else self.dispatch_targets(node)
+        callees = [callee] if callee is not None else self.named_method_targets(node)
+        # One callee, or the family of methods `getattr(self, "{}_reduction".format(kind))(...)`
+        # fetches by name, which one argument list must fit: positions carry kinds.
+        same_signature = bool(callees)
+        callees = callees or self.dispatch_targets(node)
         # `self.compute_loss(...)` in a base class: the subclasses' overrides run too (same
         # signature, so the argument kinds hold for them).
         overrides = [f for f in self.override_targets(node) if f not in callees]
@@ -474,7 +480,7 @@ class FunctionWalker(cst.CSTVisitor):
             return
         positional = [self.kind(arg.value) for arg in node.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: self.kind(arg.value) for arg in node.args if arg.keyword is not None}
-        if callee is None and not overrides:
+        if not same_signature and not overrides:
             # Table entries differ in signature: a position says nothing about another entry's
             # parameter there (`config` in one, `vocab_size` in another); names still do.
             positional = [Kind.UNKNOWN] * len(positional)

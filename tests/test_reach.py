@@ -534,3 +534,228 @@ def test_compile_of_an_imported_function_is_an_entry(tmp_path):
     found, errors = check([user, tmp_path / "steps.py"])
     assert errors == []
     assert [(f.path.rsplit("/", 1)[-1], f.line, f.code) for f in found] == [("steps.py", 5, "TCL205")]
+
+
+# -- session 9: calls whose target is chosen at run time --------------------------------------
+# Each source is also compiled (tcl.oracle.probe_source): the lines tcl reports through the new
+# resolution are the lines where Dynamo breaks, so the reach is the compiler's, not a guess.
+
+AUTOGRAD_FUNCTION = """
+    import torch
+
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            if ctx.needs_input_grad[0]:
+                ctx.save_for_backward(x)
+            if x.sum() > 0:  # forward
+                return x * k
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            if g.sum() > 0:
+                return g * ctx.k, None
+            return g, None
+
+
+    @torch.compile
+    def fn(x):
+        return Scale.apply(x, 3) + 1
+"""
+
+CLASS_REGISTRY = """
+    import torch
+
+
+    class Solver:
+        def __init__(self, func):
+            self.func = func
+
+        def integrate(self, y):
+            return self._advance(y)
+
+
+    class Euler(Solver):
+        def _advance(self, y):
+            return y + self.func(y)
+
+
+    class Adaptive(Solver):
+        def _advance(self, y):
+            err = y.abs().max()
+            if err > 1.0:
+                return y
+            return y + err
+
+
+    SOLVERS = {"euler": Euler, "adaptive": Adaptive}
+
+
+    def odeint(func, y0, method):
+        solver = SOLVERS[method](func)
+        return solver.integrate(y0)
+
+
+    @torch.compile
+    def fn(y0):
+        return odeint(torch.neg, y0, "adaptive")
+"""
+
+NAMED_METHODS = """
+    import torch
+
+
+    class Reducer(torch.nn.Module):
+        def forward(self, losses):
+            return self.reduce(losses, "element")
+
+        def reduce(self, losses, kind):
+            getattr(self, "check_{}".format(kind))(losses)
+            reduction = self.reduction_for(kind)
+            return reduction(losses)
+
+        def reduction_for(self, kind):
+            return getattr(self, f"{kind}_reduction")
+
+        def check_element(self, losses):
+            pass
+
+        def element_reduction(self, losses):
+            divisor = losses.sum()
+            if divisor != 0:
+                return losses.sum() / divisor
+            return losses.sum()
+"""
+
+BOUND_METHOD_ARGUMENT = """
+    import torch
+
+
+    def default(val, d):
+        return val if val is not None else (d() if callable(d) else d)
+
+
+    class EMA(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("step", torch.tensor(0))
+
+        def current_decay(self):
+            if self.step.item() <= 0:
+                return 0.0
+            return 0.9
+
+        def forward(self, x, decay=None):
+            decay = default(decay, self.current_decay)
+            return x * decay
+"""
+
+
+def _lines_of(findings):
+    return sorted({(f.code, f.line) for f in findings})
+
+
+def _compiler_lines(source, entry, args):
+    torch = pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    del torch
+    result = probe_source(textwrap.dedent(source), entry, args)
+    assert result.exception is None, result.exception
+    return sorted({b.line for b in result.breaks})
+
+
+@pytest.mark.parametrize("source, entry, args, expected", [
+    # forward and backward of an autograd.Function, both traced by Dynamo from `.apply` (the
+    # forward's break sends the call to eager, so the backward's shows only without it)
+    (AUTOGRAD_FUNCTION, "fn", "(torch.randn(4, requires_grad=True),)", [("TCL201", 11), ("TCL201", 17)]),
+    (AUTOGRAD_FUNCTION.replace("if x.sum() > 0:  # forward", "if k > 0:"), "fn",
+     "(torch.randn(4, requires_grad=True),)", [("TCL201", 17)]),
+    # a class chosen from a module-level table by a string: any of its classes' methods
+    (CLASS_REGISTRY, "fn", "(torch.randn(4),)", [("TCL201", 21)]),
+    # methods fetched by a name built from constant parts, directly and through a helper
+    (NAMED_METHODS, "Reducer", "(torch.randn(4),)", [("TCL201", 22)]),
+    # a bound method handed to a helper that calls it
+    (BOUND_METHOD_ARGUMENT, "EMA", "(torch.randn(4),)", [("TCL203", 15)]),
+])
+def test_run_time_chosen_targets_are_reached(tmp_path, source, entry, args, expected):
+    path = write(tmp_path, "model.py", source)
+    findings, errors = check([path])
+    assert not errors
+    assert _lines_of(findings) == expected
+    # The compiler breaks at the first of them (a break sends the rest of the call to eager).
+    assert set(_compiler_lines(source, entry, args)) >= {line for _, line in expected[:1]}
+
+
+def test_named_methods_need_a_constant_part(tmp_path):
+    """`getattr(self, name)` with nothing constant in `name` fetches nothing tcl can know."""
+    path = write(tmp_path, "model.py", NAMED_METHODS.replace('f"{kind}_reduction"', "kind"))
+    findings, _ = check([path])
+    assert ("TCL201", 22) not in _lines_of(findings)
+
+
+def test_a_table_with_a_non_class_value_builds_nothing_known(tmp_path):
+    path = write(tmp_path, "model.py", CLASS_REGISTRY.replace('"adaptive": Adaptive}', '"adaptive": Adaptive, "x": 3}'))
+    findings, _ = check([path])
+    assert ("TCL201", 21) not in _lines_of(findings)
+
+
+LAYERS = """
+    import torch
+    from torch import nn
+
+
+    class Conv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(2, 2, 1)
+
+        def forward(self, x):
+            return self.conv(x)
+
+
+    class Clip(nn.Module):
+        def forward(self, x):
+            if x.abs().max() > 10:
+                return x
+            return x + 1
+
+
+    class Encoder(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            model = [Conv()]
+            for _ in range(n):
+                model += [Conv()]
+            model += [nn.ELU()]
+            model.append(Clip())
+            self.layers = nn.ModuleList(model)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+"""
+
+
+def test_a_loop_over_a_built_up_module_list_runs_every_element(tmp_path, monkeypatch):
+    """`for layer in self.layers: x = layer(x)` runs each element's forward, not only the
+    first's; the list is built with `+=` and `.append` before `nn.ModuleList(model)`. Checked
+    from the user's compile call into an installed package, where only reach finds it."""
+    site = tmp_path / "site-packages"
+    write(site, "layerlib/__init__.py", LAYERS)
+    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import layerlib
+
+        model = torch.compile(layerlib.Encoder(2))
+    """)
+    findings, errors = check([user], follow_imports=True)
+    assert not errors
+    assert [(f.code, f.library) for f in findings] == [("TCL201", "layerlib/__init__.py:17:12")]
+    assert set(_compiler_lines(textwrap.dedent(LAYERS) + "\n\ndef run(x):\n    return Encoder(2)(x)\n", "run",
+                               "(torch.full((1, 2, 3), 20.0),)")) >= {17}

@@ -63,6 +63,14 @@ def fn(x):
     name = f"shape={tuple(x.shape)} dtype={x.dtype}"
     return x + len(name)
 ''')]
+    VALID.append(Example('''
+import torch
+
+@torch.compile
+def fn(x, kind):
+    # an attribute name: eager raises unless `kind` is a str, whatever tcl infers for it
+    return getattr(torch, "{}_like".format(kind))(x)
+''', args='(torch.randn(4), "zeros")'))
     INVALID = [Example('''
 import torch
 
@@ -73,6 +81,10 @@ def fn(x):
 ''')]
     # Calls that already report their own break (print, logging) or only run on an error path.
     IGNORED_CONSUMERS = (cst.Raise, cst.Assert)
+    # An attribute name: eager raises a TypeError unless the formatted value is a str, so a
+    # value judged tensor data there was judged wrongly (pytorch-metric-learning's
+    # `getattr(self, "{}_reduction".format(reduction_type))`).
+    NAME_CONSUMERS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr", "builtins.delattr"})
 
     def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:
         if not any(
@@ -103,7 +115,8 @@ def fn(x):
         while parent is not None and not isinstance(parent, cst.BaseStatement):
             if isinstance(parent, self.IGNORED_CONSUMERS):
                 return False
-            if isinstance(parent, cst.Call) and _breaks_anyway(parent, ctx):
+            if isinstance(parent, cst.Call) and (_breaks_anyway(parent, ctx)
+                                                 or ctx.qualname(parent.func) in self.NAME_CONSUMERS):
                 return False
             depth += 1
             parent = ctx.parent(depth)
