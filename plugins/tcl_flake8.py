@@ -213,7 +213,7 @@ class _Session:
         engine), and whether any of them mentions torch."""
         from tcl.files import DEFAULT_EXCLUDES, Excluder, Problem, SourceError, discover, read_source
 
-        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root)
+        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root, self.config.respect_gitignore)
         for item in discover(paths, excluder):
             if isinstance(item, Problem):
                 continue  # flake8 reports missing paths itself
@@ -260,7 +260,7 @@ class _Session:
         """Whether `tcl check` would skip this file while walking the paths."""
         from tcl.files import DEFAULT_EXCLUDES, Excluder
 
-        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root)
+        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root, self.config.respect_gitignore)
         absolute = os.path.abspath(filename)
         relative = os.path.relpath(absolute, os.path.abspath(self.root))
         if relative.startswith(os.pardir):

@@ -103,6 +103,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         help="entries recorded by pytest --tcl-record (default: .tcl/recorded_entries.json when present)")
     parser.add_argument("--follow-imports", action="store_true",
                         help="follow calls from compiled code into installed packages (read, never imported)")
+    parser.add_argument("--no-respect-gitignore", action="store_true",
+                        help="also walk into what the git repository's .gitignore / .git/info/exclude ignore")
     parser.add_argument("--dynamo-config", action="append", default=[], metavar="SETTING",
                         help="a torch._dynamo.config setting the program turns on before compiling "
                         "(capture_scalar_outputs, capture_dynamic_output_shape_ops): what it keeps in the "
@@ -153,6 +155,8 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
         config.recorded_entries = args.recorded_entries
     if getattr(args, "follow_imports", False):
         config.follow_imports = True
+    if getattr(args, "no_respect_gitignore", False):
+        config.respect_gitignore = False
     validate(config, "command line")
     return config
 

@@ -38,6 +38,9 @@ class Config:
     recorded_entries: str | None = None
     # Follow calls from compiled code into installed packages (tcl/installed.py).
     follow_imports: bool = False
+    # Skip what the git repository ignores when walking directories (tcl.files.GitIgnore), as
+    # ruff and black do: an ignored copy of a library must not pass for the project's own code.
+    respect_gitignore: bool = True
     # Dynamo settings the program turns on wherever it compiles (tcl/dynamo_settings.py):
     # ["capture_scalar_outputs"] silences what that setting keeps in the graph, in every file.
     dynamo_config: list[str] = field(default_factory=list)
@@ -59,7 +62,7 @@ class Config:
 
 KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
-    "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports", "dynamo-config",
+    "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports", "respect-gitignore", "dynamo-config",
 }
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
@@ -126,6 +129,10 @@ def load(pyproject: Path | None) -> Config:
     if not isinstance(follow, bool):
         raise ConfigError(f"{where}: follow-imports: expected true or false, got {_shown(follow)}")
     config.follow_imports = follow
+    respect = section.get("respect-gitignore", True)
+    if not isinstance(respect, bool):
+        raise ConfigError(f"{where}: respect-gitignore: expected true or false, got {_shown(respect)}")
+    config.respect_gitignore = respect
     config.dynamo_config = _settings(section.get("dynamo-config", []), where)
     validate(config, where)
     return config

@@ -24,34 +24,97 @@ class Problem:
 
 
 class Excluder:
-    """gitignore-style patterns: `name`, `dir/`, `*.py`, `path/to/**`, matched from the root."""
+    """gitignore-style patterns: `name`, `dir/`, `*.py`, `path/to/**`, matched from the root.
+    With `respect_gitignore`, also what the git repository a path lies in ignores (GitIgnore)."""
 
-    def __init__(self, patterns: list[str], root: str) -> None:
+    def __init__(self, patterns: list[str], root: str, respect_gitignore: bool = False) -> None:
         self.patterns = [p.strip() for p in patterns if p.strip() and not p.strip().startswith("#")]
         self.root = os.path.abspath(root)
+        self.respect_gitignore = respect_gitignore
+        self._repositories: dict[str, GitIgnore | None] = {}  # directory -> its repository's rules
 
     def excluded(self, path: str, is_dir: bool) -> bool:
         try:
             relative = PurePosixPath(os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/"))
         except ValueError:  # another drive on Windows
             relative = PurePosixPath(path)
-        name = relative.name
-        text = str(relative)
-        for pattern in self.patterns:
-            dir_only = pattern.endswith("/")
-            pattern = pattern.rstrip("/")
-            if dir_only and not is_dir:
-                continue
-            if "/" in pattern.lstrip("/"):
-                # Anchored at the root; `dir/**` excludes the directory itself, so it is pruned.
-                pattern = pattern.lstrip("/")
-                if pattern.endswith("/**"):
-                    pattern = pattern[:-3]
-                if fnmatch.fnmatchcase(text, pattern):
-                    return True
-            elif fnmatch.fnmatchcase(name, pattern):
-                return True
+        if _matches_any(self.patterns, relative, is_dir):
+            return True
+        if self.respect_gitignore:
+            rules = self._repository_of(os.path.dirname(os.path.abspath(path)))
+            return rules is not None and rules.ignored(path, is_dir)
         return False
+
+    def _repository_of(self, directory: str) -> "GitIgnore | None":
+        if directory not in self._repositories:
+            parent = os.path.dirname(directory)
+            if os.path.exists(os.path.join(directory, ".git")):
+                self._repositories[directory] = GitIgnore(directory)
+            elif parent == directory:
+                self._repositories[directory] = None
+            else:
+                self._repositories[directory] = self._repository_of(parent)
+        return self._repositories[directory]
+
+
+def _matches(pattern: str, relative: PurePosixPath, is_dir: bool) -> bool:
+    dir_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    if dir_only and not is_dir:
+        return False
+    if pattern.startswith("**/") and "/" not in pattern[3:]:
+        return fnmatch.fnmatchcase(relative.name, pattern[3:])  # `**/name`: at any depth
+    if "/" in pattern:
+        # Anchored at the root (`/build`, `docs/_build`); `dir/**` excludes the directory
+        # itself, so it is pruned.
+        pattern = pattern.lstrip("/")
+        if pattern.endswith("/**"):
+            pattern = pattern[:-3]
+        return fnmatch.fnmatchcase(str(relative), pattern)
+    return fnmatch.fnmatchcase(relative.name, pattern)
+
+
+def _matches_any(patterns: list[str], relative: PurePosixPath, is_dir: bool) -> bool:
+    return any(_matches(pattern, relative, is_dir) for pattern in patterns)
+
+
+class GitIgnore:
+    """What a git repository ignores, read from its top-level `.gitignore` and
+    `.git/info/exclude` (never by running git): gitignore patterns matched from the repository
+    root, the last matching pattern winning, `!pattern` re-including. Nested `.gitignore`
+    files and the user's global excludes file are not read. A file named on the command line
+    is checked whatever these say; they only prune what a directory walk visits."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.rules: list[tuple[bool, str]] = []  # (negated, pattern), in file order
+        for name in (".gitignore", os.path.join(".git", "info", "exclude")):
+            try:
+                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                line = line.rstrip()
+                if not line or line.startswith("#"):
+                    continue
+                negated = line.startswith("!")
+                pattern = line[1:] if negated else line
+                if pattern.startswith("\\"):
+                    pattern = pattern[1:]
+                if pattern:
+                    self.rules.append((negated, pattern))
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        relative = os.path.relpath(os.path.abspath(path), self.root)
+        if relative.startswith(".."):
+            return False
+        relative_path = PurePosixPath(relative.replace(os.sep, "/"))
+        ignored = False
+        for negated, pattern in self.rules:
+            if _matches(pattern, relative_path, is_dir):
+                ignored = not negated
+        return ignored
 
 
 def discover(paths: list[str], excluder: Excluder) -> Iterator[str | Problem]:

@@ -88,7 +88,7 @@ class _Project:
         relative = os.path.relpath(path, self.root)
         if relative.startswith(os.pardir) or self.config is None:
             return False
-        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root)
+        excluder = Excluder(list(self.config.exclude) + list(DEFAULT_EXCLUDES), self.root, self.config.respect_gitignore)
         parts = relative.split(os.sep)
         parents = (os.path.join(self.root, *parts[:depth]) for depth in range(1, len(parts)))
         return any(excluder.excluded(p, True) for p in parents) or excluder.excluded(path, False)

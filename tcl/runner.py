@@ -157,7 +157,7 @@ def _per_file_ignores(path: str, config: Config) -> list[str]:
 
 
 def collect_files(paths: list[str], config: Config, root: str = ".") -> tuple[list[str], list[FileError]]:
-    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root)
+    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root, config.respect_gitignore)
     files, errors = [], []
     for item in discover(paths, excluder):
         if isinstance(item, Problem):
@@ -265,7 +265,7 @@ def project_files_of(files: list[str], config: Config, root: str = ".") -> list[
     known = {_same_file(path) for path in files}
     out = list(files)
     roots = sorted({r for r in (project_root(path) for path in files) if r is not None})
-    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root)
+    excluder = Excluder(list(config.exclude) + list(DEFAULT_EXCLUDES), root, config.respect_gitignore)
     for project in roots:
         # Relative paths stay relative, so a file reads the same whether named or walked to.
         top = project if any(os.path.isabs(p) for p in files) else os.path.relpath(project)

@@ -301,3 +301,35 @@ def test_assume_from_pyproject_and_command_line(tree):
     (tree / "pyproject.toml").write_text('[tool.tcl]\nassume = { mode = "eval" }\n')
     bad = tcl("check", "pkg/model.py", cwd=tree)
     assert bad.returncode == 2 and "unknown assume keys: mode" in bad.stderr
+
+
+def test_what_git_ignores_is_not_walked(tree):
+    """A directory walk skips what the repository's .gitignore and .git/info/exclude ignore (last
+    match wins, `!` re-includes); a file named on the command line is checked anyway;
+    --no-respect-gitignore walks everything."""
+    (tree / ".git" / "info").mkdir(parents=True)
+    (tree / ".git" / "info" / "exclude").write_text(".carry/\n")
+    (tree / ".gitignore").write_text("# generated\n*_gen.py\n!keep_gen.py\n/pkg/scratch.py\n")
+    for name in ("a_gen.py", "keep_gen.py", "scratch.py"):
+        (tree / "pkg" / name).write_text(HAZARD)
+    (tree / ".carry" / "pkg").mkdir(parents=True)
+    (tree / ".carry" / "pkg" / "copy.py").write_text(HAZARD)
+
+    def checked(*args):
+        data = json.loads(tcl("check", "--format", "json", "--select", "TCL201", *args, cwd=tree).stdout)
+        return sorted({os.path.relpath(os.path.join(tree, f["path"]), tree) for f in data["findings"]})
+
+    walked = checked(".")
+    assert os.path.join("pkg", "keep_gen.py") in walked
+    assert not {os.path.join("pkg", "a_gen.py"), os.path.join("pkg", "scratch.py"),
+                os.path.join(".carry", "pkg", "copy.py")} & set(walked)
+    assert checked("pkg/a_gen.py") == [os.path.join("pkg", "a_gen.py")]  # named: checked
+    everything = checked("--no-respect-gitignore", ".")
+    assert {os.path.join("pkg", "a_gen.py"), os.path.join(".carry", "pkg", "copy.py")} <= set(everything)
+
+
+def test_respect_gitignore_config_is_checked(tree):
+    (tree / "pyproject.toml").write_text("[tool.tcl]\nrespect-gitignore = 'yes'\n")
+    result = tcl("check", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert "respect-gitignore: expected true or false" in result.stderr
