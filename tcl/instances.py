@@ -623,6 +623,10 @@ def _built_list(scope: cst.FunctionDef, name: cst.BaseExpression, index: ModuleI
     `model += [...]`, `model.append(x)` and `model.extend([...])`, anywhere in its body."""
     if not isinstance(name, cst.Name):
         return []
+    memo = index.file_facts.setdefault("_instances.built_lists", {})
+    key = (id(scope), name.value)
+    if key in memo:
+        return memo[key]
     target, found = name.value, []
 
     class Builds(cst.CSTVisitor):
@@ -645,7 +649,8 @@ def _built_list(scope: cst.FunctionDef, name: cst.BaseExpression, index: ModuleI
                 found.extend(_container_elements(value, index) if func.attr.value == "extend" else [value])
 
     scope.visit(Builds())
-    return found[:MAX_BUILT_ELEMENTS]
+    memo[key] = found[:MAX_BUILT_ELEMENTS]
+    return memo[key]
 
 
 def qualify_in(expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex) -> str | None:
