@@ -309,12 +309,7 @@ class CallResolver(InstanceResolver):
         if key in self.tables:
             return self.tables[key]
         self.tables[key] = []  # a table naming itself cannot loop
-        owner, values = index, index.dispatch_tables.get(table.value)
-        if values is None:
-            qualname = index.qualify(table) or ""
-            module, _, name = qualname.rpartition(".")
-            owner = self.project.index_of(module) if module else None
-            values = owner.dispatch_tables.get(name) if owner is not None else None
+        owner, values = self.table_values(table, index)
         entries = []
         for value in values or ():
             function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None

@@ -305,11 +305,7 @@ class InstanceResolver:
             return []
         if not isinstance(table, cst.Name):
             return []
-        owner, values = index, index.dispatch_tables.get(table.value)
-        if values is None:
-            module, _, name = (index.qualify(table) or "").rpartition(".")
-            owner = self.project.index_of(module) if module else None
-            values = owner.dispatch_tables.get(name) if owner is not None else None
+        owner, values = self.table_values(table, index)
         classes: list[ClassInfo] = []
         for value in values or ():
             cls = self._class_of_name(value, owner)
@@ -318,6 +314,17 @@ class InstanceResolver:
             if cls not in classes:
                 classes.append(cls)
         return classes
+
+    def table_values(self, table: cst.Name, index: ModuleIndex) -> tuple[ModuleIndex | None, list]:
+        """(the index defining the module-level dict `table` names, its value expressions):
+        this file's, else the one it imports the name from; (None, []) when neither has one."""
+        values = index.dispatch_tables.get(table.value)
+        if values is not None:
+            return index, values
+        module, _, name = (index.qualify(table) or "").rpartition(".")
+        owner = self.project.index_of(module) if module else None
+        found = owner.dispatch_tables.get(name) if owner is not None else None
+        return (owner, found) if found is not None else (None, [])
 
     def call_method_of(self, cls: ClassInfo) -> FunctionInfo | None:
         """What calling an instance runs: a `__call__` the class (or a base the analysis can
