@@ -75,6 +75,17 @@ import torch
 def fn(x, counts):
     return x.repeat_interleave(counts, dim=0)  # BREAK
 ''', args="(torch.randn(3, 2), torch.tensor([1, 2, 3]))"),
+        # the receiver's kind unknown (here the result of a call tcl cannot type): a boolean
+        # tensor indexes only tensors (a list raises), so the mask says what the receiver is
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    mask = x > 0
+    weights = getattr(torch, "ones_like")(x)
+    return weights[mask].sum()  # BREAK
+'''),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -98,7 +109,11 @@ def fn(x, counts):
                 ctx.report(self, node, self.message.format(op="repeat_interleave with tensor repeats"))
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
-        if _is_store_target(node, ctx) or not is_tensor(ctx.kind(node.value)):
+        receiver = ctx.kind(node.value)
+        # An unknown receiver indexed by a boolean tensor is a tensor: eager raises on a list
+        # or tuple indexed that way (pytorch-metric-learning's `miner_weights[safe_N]`, the
+        # weights from a helper of another file).
+        if _is_store_target(node, ctx) or not (is_tensor(receiver) or receiver == Kind.UNKNOWN):
             return
         for element in node.slice:
             index = element.slice
