@@ -33,7 +33,11 @@ def library_roots(library: str) -> dict[str, str]:
     roots = {}
     for name in (LEGACY_LIBRARIES if library in LEGACY_LIBRARIES else (library,)):
         try:
-            roots[name] = os.path.dirname(os.path.realpath(importlib.import_module(name).__file__))
+            module = importlib.import_module(name)
+            # A namespace package (pytorch-tabnet ships no __init__.py) has no __file__: its folder
+            # is its __path__. Without this its lines were never recorded as library code.
+            folder = os.path.dirname(module.__file__) if module.__file__ else list(module.__path__)[0]
+            roots[name] = os.path.realpath(folder)
         except Exception:  # a library that does not import is simply not user code
             pass
     return roots
