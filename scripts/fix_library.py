@@ -611,6 +611,10 @@ def run(names: list[str], libraries: list[str], tmp: str, args) -> dict:
     with open(discovery_path, encoding="utf-8") as f:
         discovery = json.load(f)
     roots = discovery["roots"]
+    missing = [library for library in libraries if library not in roots]
+    if missing:
+        raise SystemExit(f"fix_library: {', '.join(missing)} did not import in the discovery child "
+                         f"(see {os.path.join(logs, 'discovery.log')}); install it or leave it out of --libraries")
     calls = {n: {(path, q) for path, qs in d["functions"].items() for q in qs} for n, d in discovery["models"].items()}
     model_files = {n: {path for path, _ in c} for n, c in calls.items()}
     files = sorted(set().union(*model_files.values()) | set(discovery["modeling_imported"]))
