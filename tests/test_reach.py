@@ -659,10 +659,9 @@ def _lines_of(findings):
 
 
 def _compiler_lines(source, entry, args):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from tcl.oracle import probe_source
 
-    del torch
     result = probe_source(textwrap.dedent(source), entry, args)
     assert result.exception is None, result.exception
     return sorted({b.line for b in result.breaks})
