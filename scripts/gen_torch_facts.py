@@ -29,6 +29,12 @@ What it records, all read from torch itself rather than written by hand:
   `torch.triu_indices(n, n)`): each probe is compiled and called with four sizes and its
   compilations counted per call (tcl.verify.compile_trace); "receiver" or "size arguments"
   says which input carries the size.
+* numpy_random: for the np.random functions in NUMPY_RANDOM_PROBES, whether a draw of one value
+  (no size) and a draw of an array (a size given) break the graph, with the GB id, measured by
+  compiling each in default mode: Dynamo traces NumPy arrays through torch, so on 2.13 an array
+  draw stays in the graph and only the Python scalar of a one-value draw breaks it. `size_at`
+  is the position of the size argument (-1: every positional argument is a dimension, as in
+  `np.random.rand(3, 2)`).
 """
 
 from __future__ import annotations
@@ -179,6 +185,25 @@ SIZE_PROBES = {
         ("ceil", "n / 3"), ("floor", "n / 3"), ("isqrt", "n"), ("gcd", "n, 4"), ("hypot", "n, 3"),
         ("factorial", "n // 4"), ("comb", "n, 2"), ("trunc", "n / 3"), ("fabs", "-n"))},
 }
+# np.random function -> (a one-value draw, an array draw, position of the size argument; -1: the
+# positional arguments are the dimensions). Functions with no one-value form give None.
+NUMPY_RANDOM_PROBES = {
+    "rand": ("np.random.rand()", "np.random.rand(3)", -1),
+    "randn": ("np.random.randn()", "np.random.randn(3)", -1),
+    "random": ("np.random.random()", "np.random.random(3)", 0),
+    "random_sample": ("np.random.random_sample()", "np.random.random_sample(3)", 0),
+    "uniform": ("np.random.uniform(0.0, 1.0)", "np.random.uniform(0.0, 1.0, 3)", 2),
+    "normal": ("np.random.normal(0.0, 1.0)", "np.random.normal(0.0, 1.0, 3)", 2),
+    "standard_normal": ("np.random.standard_normal()", "np.random.standard_normal(3)", 0),
+    "randint": ("np.random.randint(1, 5)", "np.random.randint(1, 5, 3)", 2),
+    "choice": ("np.random.choice([1.0, 2.0])", "np.random.choice([1.0, 2.0], 3)", 1),
+    "beta": ("np.random.beta(2.0, 2.0)", "np.random.beta(2.0, 2.0, 3)", 2),
+    "exponential": ("np.random.exponential(1.0)", "np.random.exponential(1.0, 3)", 1),
+    "poisson": ("np.random.poisson(2.0)", "np.random.poisson(2.0, 3)", 1),
+    "binomial": ("np.random.binomial(4, 0.5)", "np.random.binomial(4, 0.5, 3)", 2),
+    "permutation": (None, "np.random.permutation(3)", 0),
+    "seed": ("np.random.seed(0)", None, 0),
+}
 PROBE_IMPORTS = (
     "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\n"
     "import torch\n"
@@ -208,6 +233,39 @@ def _probe_calls() -> dict[str, str]:
     random.setstate(state)
     torch._dynamo.reset()
     return dict(sorted(broken.items()))
+
+
+def _probe_numpy_random() -> dict[str, dict]:
+    """{np.random name: {"scalar": GB id | None, "array": GB id | None, "size_at": k}} for the
+    NUMPY_RANDOM_PROBES, compiled in default mode (None: no break; a form not probed is left
+    out). The draw's value feeds tensor arithmetic, as model code uses it."""
+    import torch
+
+    found: dict[str, dict] = {}
+    for name, (scalar, array, size_at) in NUMPY_RANDOM_PROBES.items():
+        entry: dict = {"size_at": size_at}
+        for form, call in (("scalar", scalar), ("array", array)):
+            if call is None:
+                continue
+            use = "x + torch.as_tensor(y).float().sum()" if form == "array" or name == "seed" else "x * y"
+            if name == "seed":
+                use = "x + 1"
+            namespace: dict = {}
+            exec(compile(f"import numpy as np\nimport torch\ndef fn(x):\n    y = {call}\n    return {use}\n",
+                         "<probe>", "exec"), namespace)
+            torch._dynamo.reset()
+            entry[form] = None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    with torch._dynamo.error_on_graph_break(True):
+                        torch.compile(namespace["fn"], backend="eager")(torch.randn(3))
+            except Exception as exc:  # the break, as the compiler reports it
+                hit = re.search(r"gb(\d{4})\.html", str(exc))
+                entry[form] = f"GB{hit.group(1)}" if hit else "error"
+        found[name] = entry
+    torch._dynamo.reset()
+    return found
 
 
 def _probe_size_specialising() -> dict[str, str]:
@@ -343,6 +401,7 @@ def generate() -> dict:
         "python_attributes": sorted(_python_attributes() - _public(torch.Tensor)),
         "skipped_calls": _probe_calls(),
         "size_specialising_calls": _probe_size_specialising(),
+        "numpy_random": _probe_numpy_random(),
     }
 
 

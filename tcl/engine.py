@@ -21,6 +21,7 @@ from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
 from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
 from .library_remedies import remedy
+from .guard_facts import agreed
 from .guards import boolean_operators, refusal
 from .limits import interruption
 from .module_index import FunctionInfo, ModuleIndex, build_index, mark_module_classes
@@ -243,6 +244,8 @@ class Analyzer:
         for candidate, reached_from in candidates:
             if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
                 continue
+            if candidate.eager_frame and self.config.mode != "fullgraph":
+                continue  # a loop's break makes Dynamo skip the frame: it never recompiles
             by_module[id(candidate.function.index)].append((candidate, reached_from))
         findings = {}
         for group in by_module.values():
@@ -552,6 +555,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         )
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.sized: dict[int, dict] = {}  # parameters every caller fills with a size (tcl/sizes.py)
+        self.facts: dict[int, frozenset] = {}  # guard facts every caller agrees on (tcl/guard_facts.py)
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
@@ -624,6 +628,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             self.crossed.get(key, frozenset()),
             frozenset(self.tuples.get(key, {}).items()),
             frozenset(self.sized.get(key, {}).items()),
+            self.facts.get(key, frozenset()),
         )
 
     def _settled(self, function: FunctionInfo) -> FunctionResult | None:
@@ -631,7 +636,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             return None  # (an installed entry, `torch.compile(model.generate)`, reads nothing of this file)
         key = self._settled_key(function)
         kept = self.analyzer.settled.get(key)
-        if kept is None and not key[3] and not key[4] and not key[5]:
+        if kept is None and not any(key[3:]):
             # First reached, before any caller said which arguments cross a break: the result
             # the same inputs settled on last time (crossings included) is where this
             # fixpoint converges too; a later change of the crossings asks again by full key.
@@ -671,7 +676,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             key = id(function)
             inputs = (dict(self.param_kinds[key]), self.crossed.get(key, frozenset()),
                       dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers,
-                      dict(self.sized.get(key) or {}))
+                      dict(self.sized.get(key) or {}), self.facts.get(key, frozenset()))
             facts = memo.facts(self.index)
             kept = memo.find_walk(function, inputs, facts, lambda question, arg: questions[question](arg))
             if kept is not None:
@@ -698,6 +703,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             crossed=frozenset() if summary else self.crossed.get(id(function), frozenset()),
             tuples=None if summary else self.tuples.get(id(function)),
             sized=None if summary else self.sized.get(id(function)),
+            facts=None if summary else dict(self.facts.get(id(function), ())),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=questions["tuple"],
             resolve_property=questions["property"],
@@ -745,6 +751,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             crossed = crossed_params(callee, all_sites)
             tuples = tuple_params(callee, all_sites)
             sized = sized_params(callee, all_sites)
+            # An entry is also called from outside, where no caller's test holds.
+            facts = frozenset() if callee_key in self.entries else agreed([site.facts for site in all_sites])
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.
@@ -754,11 +762,13 @@ class FileAnalysis(EntryPoints, CallResolver):
             if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
                     or crossed != self.crossed.get(callee_key, frozenset())
                     or tuples != self.tuples.get(callee_key, {})
-                    or sized != self.sized.get(callee_key, {})):
+                    or sized != self.sized.get(callee_key, {})
+                    or facts != self.facts.get(callee_key, frozenset())):
                 self.param_kinds[callee_key] = kinds
                 self.crossed[callee_key] = crossed
                 self.tuples[callee_key] = tuples
                 self.sized[callee_key] = sized
+                self.facts[callee_key] = facts
                 changed.append(callee)
         return changed
 

@@ -83,6 +83,9 @@ class KindEvaluator:
 
     def _eval_Attribute(self, node: cst.Attribute) -> Kind:
         attr = node.attr.value
+        if attr.startswith("__") and attr.endswith("__"):
+            # `w.__class__.__name__`, `torch.__version__`, `fn.__name__`: Python objects
+            return Kind.META
         if isinstance(node.value, cst.Name) and node.value.value == SELF and SELF not in self.env:
             return self.self_attribute(attr)
         base = self(node.value)
@@ -153,7 +156,10 @@ class KindEvaluator:
         operators = [target.operator for target in node.comparisons]
         if all(isinstance(op, (cst.Is, cst.IsNot)) for op in operators):
             return Kind.META
-        kinds = [self(node.left)] + [self(target.comparator) for target in node.comparisons]
+        operands = [node.left] + [target.comparator for target in node.comparisons]
+        if any(isinstance(o, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)) for o in operands):
+            return Kind.META  # compared with a str: a tensor never equals one, so this is Python's bool
+        kinds = [self(o) for o in operands]
         if any(isinstance(op, (cst.In, cst.NotIn)) for op in operators):
             return Kind.META if all(k == Kind.META for k in kinds) else Kind.UNKNOWN
         if any(is_tensor(k) for k in kinds):
@@ -234,6 +240,9 @@ class KindEvaluator:
             return Kind.TENSOR
         if qualname.startswith("torch.nn.") and is_torch_module_base(qualname):
             return Kind.MODULE
+        if qualname.startswith("torch.") and any(p.startswith("__") and p.endswith("__")
+                                                 for p in qualname.split(".")[1:-1]):
+            return Kind.META  # `torch.__version__.split(".")`: a method of a Python object
         if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
             last = qualname.rsplit(".", 1)[-1]
             if last.endswith("Tensor") and qualname.count(".") == 1:

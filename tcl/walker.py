@@ -12,12 +12,14 @@ import libcst as cst
 
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
+from .guard_facts import assigned_attributes, decided_by, facts_if, is_own_method_call
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
 from .params import all_params as _all_params, body_evidence
 from .sizes import size_of, unpacked_shape_origins
+from .version_tests import version_truth
 
 if TYPE_CHECKING:
     from .rules.base import Rule
@@ -60,6 +62,10 @@ class Candidate:
     # The value judged tensor data and where it comes from (rules with `explains_value`):
     # (its text, the expression last assigned to it or None, how it got its kind).
     evidence: tuple[str, cst.CSTNode | None, str] | None = None
+    # A recompile hazard in a frame that a default-mode break inside one of its loops makes
+    # Dynamo skip: the frame runs eagerly, so nothing in it guards or recompiles (dropped in
+    # default mode; under fullgraph=True the break is an error and the hazard is what follows).
+    eager_frame: bool = False
 
 
 class CallSite(NamedTuple):
@@ -70,6 +76,7 @@ class CallSite(NamedTuple):
     crossed: frozenset = frozenset()  # positions / keywords of values live at a graph break
     tuples: dict = {}  # position / keyword -> element kinds of a tuple display passed there
     sizes: dict = {}  # position / keyword -> whether the size passed there varies (tcl/sizes.py)
+    facts: frozenset = frozenset()  # guard facts on `self` attributes at a `self.m()` call (tcl/guard_facts.py)
 
 
 @dataclass
@@ -85,11 +92,13 @@ class FunctionResult:
     breaks: bool = False
 
 
-def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | None = None) -> bool | None:
+def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | None = None,
+                 version: tuple[int, ...] | None = None) -> bool | None:
     """True/False when a condition is decided under torch.compile, else None. `assume` (the
-    config's) decides `self.training` and dtype tests as well."""
+    config's) decides `self.training` and dtype tests as well; `version` (the targeted torch
+    release) tests on torch.__version__ (tcl/version_tests.py)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = static_truth(test.expression, index, assume)
+        inner = static_truth(test.expression, index, assume, version)
         return None if inner is None else not inner
     if isinstance(test, cst.Call):
         name = index.qualify(test.func) or ""
@@ -101,12 +110,16 @@ def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | No
             return True
     if isinstance(test, cst.Name) and test.value == "TYPE_CHECKING":
         return False
+    if version is not None and isinstance(test, (cst.Comparison, cst.Call)):
+        truth = version_truth(test, index, version)
+        if truth is not None:
+            return truth
     if assume:
         truth = assumed_truth(test, index, assume)
         if truth is not None:
             return truth
     if isinstance(test, cst.BooleanOperation):
-        left, right = static_truth(test.left, index, assume), static_truth(test.right, index, assume)
+        left, right = static_truth(test.left, index, assume, version), static_truth(test.right, index, assume, version)
         if isinstance(test.operator, cst.And):
             if left is False or right is False:
                 return False
@@ -143,8 +156,13 @@ class FunctionWalker(cst.CSTVisitor):
         callee_breaks=lambda function: False,
         assume: dict | None = None,
         params_from_callers: bool | None = None,
+        facts: dict | None = None,
     ) -> None:
         self.assume = assume or None
+        # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
+        # then those of the `if`s the walk is inside, innermost last.
+        self.fact_scopes: list[dict] = [dict(facts or {})]
+        self.self_writes: set[str] = set()  # `self.attr` assigned so far: its facts no longer hold
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
         self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
         self.callee_breaks = callee_breaks
@@ -178,6 +196,8 @@ class FunctionWalker(cst.CSTVisitor):
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
+        self._loop_break = False  # a default-mode break in a loop, on every pass's path (see run)
+        self._exited = False  # the walk has passed a return, break or continue of this function
         self._returned_by_break: cst.Call | None = None
 
     # -- the public surface rules use ----------------------------------------------------
@@ -203,7 +223,7 @@ class FunctionWalker(cst.CSTVisitor):
             return self.data_dependent(test.expression)
         if isinstance(test, cst.BooleanOperation):
             # Short-circuit on what is decided under compile: `not is_tracing(x) and t.any()`.
-            left = static_truth(test.left, self.index, self.assume)
+            left = self.truth(test.left)
             if left is not None:
                 stops = left is False if isinstance(test.operator, cst.And) else left is True
                 return False if stops else self.data_dependent(test.right)
@@ -219,9 +239,11 @@ class FunctionWalker(cst.CSTVisitor):
         )
         # A rule that exists only under a Dynamo setting is decided after the walk (the walk
         # itself does not depend on settings, so its results are shared by every file).
-        if (rule.category == "graph-break" and DEFAULT_MODE in rule.modes and not rule.needs_settings
-                and self._unconditional(node)):
-            self._graph_ends()
+        if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and not rule.needs_settings:
+            if self._unconditional(node):
+                self._graph_ends()
+            if self._reached_in_loop():
+                self._loop_break = True
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
@@ -279,6 +301,32 @@ class FunctionWalker(cst.CSTVisitor):
         self.result.breaks = True
         self.crossed = set(self.env)
 
+    def _reached_in_loop(self) -> bool:
+        """Whether the walk is in a for/while body of this function, on a path every pass of
+        the loop takes (only loop bodies and `if` tests above it). Measured on 2.13: such a
+        break makes Dynamo skip the whole frame -- in the same loop as a size-dependent trip
+        count, in another loop before or after it, or inside a helper the loop calls -- and the
+        frame compiles once, whatever the sizes; a break in a try or with block resumes."""
+        if self._exited:
+            return False  # an earlier return / break / continue may leave before it
+        stack, in_loop = self.stack, False
+        for i, ancestor in enumerate(stack[:-1]):
+            child = stack[i + 1]
+            if isinstance(ancestor, (cst.For, cst.While)):
+                if child is ancestor.body:
+                    in_loop = True
+                elif child is not (ancestor.iter if isinstance(ancestor, cst.For) else ancestor.test):
+                    return False  # the else: clause
+            elif isinstance(ancestor, (cst.If, cst.IfExp)):
+                if child is not ancestor.test:
+                    return False
+            elif isinstance(ancestor, cst.BooleanOperation):
+                if child is ancestor.right:
+                    return False
+            elif isinstance(ancestor, _CONDITIONAL):
+                return False
+        return in_loop
+
     def _unconditional(self, node: cst.CSTNode) -> bool:
         """Whether every call of the function reaches `node` (the walk is at `node`)."""
         stack = self.stack
@@ -302,6 +350,10 @@ class FunctionWalker(cst.CSTVisitor):
     # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
         self.walk(self.function.node.body)
+        if self._loop_break:
+            for candidate in self.result.candidates:
+                if candidate.rule.category == "recompile":
+                    candidate.eager_frame = True
         return self.result
 
     def walk(self, node: cst.CSTNode) -> None:
@@ -329,13 +381,31 @@ class FunctionWalker(cst.CSTVisitor):
 
     # Skip what Dynamo never traces under compile.
     def visit_If(self, node: cst.If) -> bool:
-        truth = static_truth(node.test, self.index, self.assume)
-        if truth is None:
-            return True
+        truth = self.truth(node.test)
+        if truth is None:  # both branches, each knowing what the test said
+            self.walk(node.test)
+            for branch, outcome in ((node.body, True), (node.orelse, False)):
+                if branch is not None:
+                    self.fact_scopes.append(facts_if(node.test, outcome))
+                    self.walk(branch)
+                    self.fact_scopes.pop()
+            return False
         live = node.body if truth else node.orelse
         if live is not None:
             self.walk(live)
         return False
+
+    def truth(self, test: cst.BaseExpression) -> bool | None:
+        """The test's value when it is decided under compile or by the guard facts."""
+        truth = static_truth(test, self.index, self.assume, self.version)
+        return truth if truth is not None else decided_by(test, self.guard_facts())
+
+    def guard_facts(self) -> dict:
+        """The guard facts that hold here: callers' and enclosing `if`s', minus what was assigned."""
+        merged: dict = {}
+        for scope in self.fact_scopes:
+            merged.update(scope)
+        return {key: value for key, value in merged.items() if key[0] not in self.self_writes}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         # A closure defined in the traced function: traced when called, parameters unknown.
@@ -407,6 +477,7 @@ class FunctionWalker(cst.CSTVisitor):
     def leave_Assign(self, original_node: cst.Assign) -> None:
         value_kind = self.kind(original_node.value)
         for target in original_node.targets:
+            self.self_writes.update(assigned_attributes(target.target))
             self._bind_target(target.target, value_kind, original_node.value)
             if isinstance(target.target, cst.Subscript):
                 key = string_key(target.target)
@@ -419,10 +490,12 @@ class FunctionWalker(cst.CSTVisitor):
                 self.crossed |= _bound_names(target.target)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        self.self_writes.update(assigned_attributes(original_node.target))
         if original_node.value is not None:
             self._bind_target(original_node.target, self.kind(original_node.value), original_node.value)
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self.self_writes.update(assigned_attributes(original_node.target))
         if isinstance(original_node.target, cst.Name):
             name = original_node.target.value
             current = self.env.get(name, Kind.UNKNOWN)
@@ -432,7 +505,13 @@ class FunctionWalker(cst.CSTVisitor):
     def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
         self._bind_target(original_node.target, self.kind(original_node.value))
 
+    def leave_Break(self, original_node: cst.Break) -> None:
+        self._exited = self._exited or not self.inside_nested_function()
+
+    leave_Continue = leave_Break
+
     def leave_Return(self, original_node: cst.Return) -> None:
+        self._exited = self._exited or not self.inside_nested_function()
         if self.parent(0) is not original_node:
             return
         if self.inside_nested_function():
@@ -499,12 +578,15 @@ class FunctionWalker(cst.CSTVisitor):
             size = None if arg.star else size_of(arg.value, self)
             if size is not None and size.varies is not False:
                 sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
-        site = CallSite(positional, keywords, crossed, tuples, sizes)
+        facts = frozenset(self.guard_facts().items()) if is_own_method_call(node) else frozenset()
+        site = CallSite(positional, keywords, crossed, tuples, sizes, facts)
         for target in callees + overrides:
             self.result.calls.append((target, site))
             self.result.call_nodes.append(node)
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
+            if self._reached_in_loop():
+                self._loop_break = True
 
     def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:
         if isinstance(value, cst.Name) and value.value in self.tuple_env:

@@ -1,4 +1,4 @@
-"""eval/labels/heldout_findings.json is well-formed; eval/hand_labels.py matches labels to findings."""
+"""eval/labels/*_findings.json are well-formed; eval/hand_labels.py matches labels to findings."""
 
 import importlib.util
 import os
@@ -12,13 +12,16 @@ hand_labels = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(hand_labels)
 
 
-def test_labels_file_well_formed():
-    labels = hand_labels.load_labels()
+@pytest.mark.parametrize("sample", sorted(hand_labels.SAMPLES))
+def test_labels_file_well_formed(sample):
+    path, libraries, sampled = hand_labels.SAMPLES[sample]
+    labels = hand_labels.load_labels(path)
     assert isinstance(labels, list) and len(labels) >= 110
+    assert set(sampled) <= set(libraries)
     for lab in labels:
         for field in hand_labels.FIELDS:
             assert field in lab, (field, lab)
-        assert lab["library"] in hand_labels.LIBRARIES
+        assert lab["library"] in libraries
         assert lab["label"] in hand_labels.LABEL_VALUES
         assert isinstance(lab["line"], int) and lab["line"] > 0
         assert lab["code"].startswith("TCL")
@@ -55,6 +58,6 @@ def test_rerun_when_installed(capsys):
     site = sysconfig.get_paths()["purelib"]
     if not os.path.isdir(os.path.join(site, "julius")):
         pytest.skip("julius not installed")
-    assert hand_labels.main(["--site-packages", site]) == 0
+    assert hand_labels.main(["--site-packages", site, "--sample", "heldout"]) == 0
     out = capsys.readouterr().out
     assert "overall" in out

@@ -41,8 +41,25 @@ def fn(x):
     y = torch.where(keep, x, torch.zeros_like(x))
     idx = torch.arange(x.shape[0])
     return y[idx] + x.repeat_interleave(2, dim=0)[: x.shape[0]]
+'''), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    a, b = x.clone(), x.clone()
+    a[a > 0], b[b < 0] = 0.0, 1.0  # masked writes: traced as index_put_, static shapes
+    return a + b
 ''')]
     INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    x = x.clone()
+    x[x > 0] += 1  # BREAK
+    return x
+'''),
         Example('''
 import torch
 
@@ -132,11 +149,15 @@ def _repeats_argument(node: cst.Call, is_method: bool) -> cst.BaseExpression | N
 
 
 def _is_store_target(node: cst.Subscript, ctx) -> bool:
-    """`x[mask] = 0` is an in-place masked write: static shape, no break."""
-    parent = ctx.parent()
-    if isinstance(parent, cst.AssignTarget) and parent.target is node:
-        return True
-    return isinstance(parent, cst.AugAssign) and parent.target is node
+    """`x[mask] = 0`, also as one of several targets (`a[m], b[n] = 0.0, 1.0`), is an in-place
+    masked write: static shape, no break. `x[mask] += 1` reads `x[mask]` first: measured on
+    2.13, it breaks (GB0036) like any read."""
+    depth, child = 1, node
+    parent = ctx.parent(depth)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):  # an element of a target tuple
+        depth, child = depth + 1, parent
+        parent = ctx.parent(depth)
+    return isinstance(parent, cst.AssignTarget) and parent.target is child
 
 
 class OneHotWithoutNumClasses(Rule):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..fixes.guards import guard_call, remove_debugger
@@ -484,9 +486,16 @@ class NumpyRandom(Rule):
     message = "{name}() draws from NumPy's global RNG, which Dynamo cannot trace; the graph breaks"
     fix = "use torch's RNG (torch.rand, torch.randint, torch.randperm) on the right device"
     gb = (((2, 0), "GB0033"),)
+    alt_gb = ("GB0294",)
     rationale = (
-        "Dynamo traces NumPy through torch, but not NumPy's global random state: np.random.* "
-        "calls end the graph (and raise under fullgraph=True)."
+        "Dynamo traces NumPy through torch, arrays included, but a one-value draw "
+        "(`np.random.uniform(0, 1)`, `np.random.rand()`) gives a Python number it cannot keep "
+        "in the graph, and some functions (`np.random.choice`, `permutation`, `beta`, "
+        "`poisson`, ...) it cannot trace at all: those end the graph (and raise under "
+        "fullgraph=True). Measured per release (scripts/gen_torch_facts.py, numpy_random): on "
+        "2.13 an array draw of rand, randn, random, uniform, normal or randint "
+        "(`np.random.randn(n, d)`, `np.random.uniform(0, 1, size)`) stays in the graph, and so "
+        "does `np.random.seed(0)`; a function the data does not cover is reported."
     )
     VALID = [Example('''
 import torch
@@ -495,6 +504,14 @@ import torch
 def fn(x):
     keep = torch.rand(()) > 0.5
     return torch.where(keep, x, -x)
+'''), Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    noise = np.random.randn(3)  # an array draw: traced through torch
+    return x + torch.from_numpy(noise).float().sum()
 ''')]
     INVALID = [Example('''
 import numpy as np
@@ -504,9 +521,47 @@ import torch
 def fn(x):
     p = np.random.uniform(0, 1)  # BREAK
     return x * p
+'''), Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    order = np.random.permutation(2)  # BREAK
+    return x[torch.from_numpy(order)]
 ''')]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = ctx.qualname(node.func) or ""
-        if name.startswith("numpy.random."):
-            ctx.report(self, node, self.message.format(name=name.replace("numpy.", "np.", 1)))
+        if not name.startswith("numpy.random."):
+            return
+        gb = None  # the rule's own id for the release
+        measured = _numpy_random_facts(tuple(ctx.version[:2])).get(name.removeprefix("numpy.random."))
+        if measured is not None:
+            form = "array" if _draws_array(node, measured.get("size_at", 0)) else "scalar"
+            if form not in measured:  # the form the probes do not cover: the other one's answer
+                form = "array" if form == "scalar" else "scalar"
+            if measured[form] is None:
+                return  # measured: this form stays in the graph
+            if measured[form] != "error":
+                gb = measured[form]
+        ctx.report(self, node, self.message.format(name=name.replace("numpy.", "np.", 1)), gb=gb)
+
+
+def _draws_array(call: cst.Call, size_at: int) -> bool:
+    """Whether the call passes a size: `size=`, an argument at the size's position, or (for
+    rand/randn, `size_at` -1) any positional argument."""
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.keyword is not None and a.keyword.value == "size" for a in call.args):
+        return True
+    if any(a.star for a in positional):
+        return True  # `np.random.rand(*shape)`
+    return len(positional) > 0 if size_at < 0 else len(positional) > size_at
+
+
+@functools.lru_cache(maxsize=8)
+def _numpy_random_facts(release: tuple[int, int]) -> dict[str, dict]:
+    from ..torch_facts import facts_for
+
+    facts = facts_for(release)
+    return dict(facts.numpy_random or {}) if facts is not None else {}

@@ -154,7 +154,10 @@ class SizeSpecialisedByPython(Rule):
         "every call (4 compilations) for each use below, also when the size reaches a helper "
         "as an argument; 2 (the automatic-dynamic recompile) for arithmetic, views, "
         "comparisons, torch.tensor(n), topk(n // 2), randperm(n), `n in (1024, 3072)` and "
-        "for loops over a width or a parameter's size."
+        "for loops over a width or a parameter's size; 1 for any of these uses in a frame "
+        "with a graph break inside one of its loops (Dynamo skips that frame and runs it "
+        "eagerly, so nothing in it recompiles: no recompile rule reports there in default "
+        "mode)."
     )
     VALID = [Example('''
 import torch
@@ -194,6 +197,15 @@ def fn(x):
     if n in (1024, 3072):  # a tuple compares element by element: the size stays symbolic
         top = top * 2
     return top.sum() * scale + x[:, torch.randperm(n)].sum()
+''', calls=SHAPES), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    for i in range(x.shape[1]):  # a break in a loop: Dynamo skips the frame, which runs eagerly
+        print(i)  # noqa: TCL101
+        x = x + 1
+    return x
 ''', calls=SHAPES)]
     INVALID = [
         Example('''

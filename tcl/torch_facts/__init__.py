@@ -35,6 +35,9 @@ class TorchFacts:
     # "Tensor.fill_diagonal_" / "torch.triu_indices" -> "receiver" | "size arguments": calls that
     # recompile on every new size of that input, measured on this release
     size_specialising_calls: dict[str, str] | None = None
+    # np.random name -> {"scalar": GB | None, "array": GB | None, "size_at": k}: whether a
+    # one-value and an array draw break the graph, measured on this release
+    numpy_random: dict[str, dict] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -83,6 +86,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             python_attributes=frozenset(data.get("python_attributes", ())),
             size_specialising_calls=(dict(data["size_specialising_calls"])
                                      if "size_specialising_calls" in data else None),
+            numpy_random=dict(data["numpy_random"]) if "numpy_random" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -1,0 +1,117 @@
+"""What an enclosing `if` says about the object's own attributes, carried into its methods.
+
+Libraries guard idempotent operations twice: the caller tests a flag and the method tests it
+again to warn when there is nothing to do (peft: `if self.merged: self.unmerge()` and, in
+unmerge, `if not self.merged: warnings.warn("Already unmerged..."); return`). Dynamo traces the
+method with the flag's value guarded, so the second test is decided and its branch never runs.
+A *guard fact* is the truth of `self.attr` (or of `self.attr is None`) that the tests around a
+`self.method(...)` call establish. Facts ride on the call site (tcl.walker.CallSite.facts); a
+method gets the facts every one of its traced call sites agrees on (an entry, called from
+outside, gets none), and decides `if` tests on those attributes with them. A fact about an
+attribute stops holding once the walk sees it assigned (`self.merged = False`), in the caller
+before the call or in the method before the test.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .kinds import SELF
+
+# (attribute, test) -> value: ("merged", "truth") -> True for `if self.merged:`,
+# ("cache", "none") -> False for `if self.cache is not None:`.
+Fact = tuple[tuple[str, str], bool]
+
+
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == SELF:
+        return node.attr.value
+    return None
+
+
+def facts_if(test: cst.BaseExpression, outcome: bool) -> dict[tuple[str, str], bool]:
+    """The guard facts that hold where `test` evaluated to `outcome`."""
+    attr = _self_attribute(test)
+    if attr is not None:
+        return {(attr, "truth"): outcome}
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return facts_if(test.expression, not outcome)
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.And) if outcome else isinstance(test.operator, cst.Or)
+        if both:  # `a and b` true (or `a or b` false): each operand has that outcome
+            return {**facts_if(test.left, outcome), **facts_if(test.right, outcome)}
+        return {}
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        attr = _self_attribute(test.left)
+        if attr is not None and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, cst.Is):
+                return {(attr, "none"): outcome}
+            if isinstance(target.operator, cst.IsNot):
+                return {(attr, "none"): not outcome}
+    return {}
+
+
+def decided_by(test: cst.BaseExpression, facts: dict[tuple[str, str], bool]) -> bool | None:
+    """The value of `test` under `facts`, or None when they do not decide it."""
+    if not facts:
+        return None
+    attr = _self_attribute(test)
+    if attr is not None:
+        if (attr, "truth") in facts:
+            return facts[(attr, "truth")]
+        return False if facts.get((attr, "none")) is True else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = decided_by(test.expression, facts)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = decided_by(test.left, facts), decided_by(test.right, facts)
+        if isinstance(test.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left is True and right is True else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        attr = _self_attribute(test.left)
+        if attr is not None and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            known = facts.get((attr, "none"))
+            if known is None and facts.get((attr, "truth")) is True:
+                known = False  # a truthy attribute is not None
+            if known is not None and isinstance(target.operator, (cst.Is, cst.IsNot)):
+                return known if isinstance(target.operator, cst.Is) else not known
+    return None
+
+
+def assigned_attributes(target: cst.BaseExpression) -> list[str]:
+    """The `self.attr` names an assignment target binds (`self.a = ...`, `self.a, b = ...`)."""
+    attr = _self_attribute(target)
+    if attr is not None:
+        return [attr]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [a for element in target.elements for a in assigned_attributes(element.value)]
+    return []
+
+
+def is_own_method_call(call: cst.Call) -> bool:
+    """`self.m(...)` or `super().m(...)`: the method runs on the same object."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    receiver = func.value
+    if isinstance(receiver, cst.Name):
+        return receiver.value == SELF
+    return (isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
+            and receiver.func.value == "super")
+
+
+def agreed(sites_facts: list[frozenset]) -> frozenset:
+    """The facts every call site carries."""
+    if not sites_facts:
+        return frozenset()
+    common = set(sites_facts[0])
+    for facts in sites_facts[1:]:
+        common &= facts
+    return frozenset(common)
