@@ -94,6 +94,15 @@ def match(labels: list[dict], findings: list[dict]) -> tuple[list[tuple[dict, di
     for k in set(by_key_l) | set(by_key_f):
         ls = sorted(by_key_l.get(k, []), key=lambda d: (d["line"], d.get("col", 0)))
         fs = sorted(by_key_f.get(k, []), key=lambda d: (d["line"], d.get("col", 0)))
+        # Same line and column first (one of several findings on a line went away), then
+        # the rest in column order (the line moved).
+        exact = [(lab, f) for lab in ls for f in fs
+                 if "col" in lab and (lab["line"], lab["col"]) == (f["line"], f.get("col"))]
+        for lab, f in exact:
+            if lab in ls and f in fs:
+                pairs.append((lab, f))
+                ls = [x for x in ls if x is not lab]
+                fs = [x for x in fs if x is not f]
         n = min(len(ls), len(fs))
         pairs.extend(zip(ls[:n], fs[:n]))
         gone.extend(ls[n:])

@@ -115,3 +115,47 @@ def agreed(sites_facts: list[frozenset]) -> frozenset:
     for facts in sites_facts[1:]:
         common &= facts
     return frozenset(common)
+
+
+def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
+    """The value of `test` when it tests a parameter every traced caller gives the same literal
+    (`if last_dim_is_batch:`, `if mask is not None:`, `if mode == "sum":`), else None."""
+    if isinstance(test, cst.Name):
+        return bool(constants[test.value]) if test.value in constants else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = constant_truth(test.expression, constants)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left, right = constant_truth(test.left, constants), constant_truth(test.right, constants)
+        if isinstance(test.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left is True and right is True else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        if test.left.value not in constants:
+            return None
+        value, target = constants[test.left.value], test.comparisons[0]
+        other = _literal(target.comparator)
+        if other is None:
+            return None
+        other = other[0]
+        op = target.operator
+        if isinstance(op, cst.Is):
+            return value is other if other is None or isinstance(other, bool) else None
+        if isinstance(op, cst.IsNot):
+            return value is not other if other is None or isinstance(other, bool) else None
+        if isinstance(op, cst.Equal):
+            return value == other
+        if isinstance(op, cst.NotEqual):
+            return value != other
+    return None
+
+
+def _literal(node: cst.BaseExpression):
+    from .params import literal_value
+
+    found = literal_value(node)
+    return (found[1],) if found is not None else None

@@ -210,3 +210,52 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[st
         if isinstance(star, cst.Param):
             kinds[star.name.value] = Kind.UNKNOWN
     return kinds
+
+
+def literal_value(node: cst.BaseExpression):
+    """(True, value) for a literal Dynamo sees as a constant: True/False/None, a number, a
+    string; None for anything else."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return True, {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        try:
+            return True, node.evaluated_value
+        except (ValueError, SyntaxError):
+            return None
+    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and isinstance(node.expression, (cst.Integer, cst.Float))):
+        return True, -node.expression.evaluated_value
+    return None
+
+
+def constant_params(function: FunctionInfo, sites: list[CallSite]) -> dict:
+    """Parameters every traced call site gives the same literal, passed or by the default
+    (`def helper(x, last_dim_is_batch=False)` that no caller passes a value): Dynamo traces the
+    helper with that constant, so tests on it are decided. A site with `*args`/`**kwargs`, or
+    one that passes anything but a literal, leaves the parameter unknown."""
+    if not sites or any(site.literals is None for site in sites):
+        return {}
+    params = function.node.params
+    positional = _positional_params(function)
+    found: dict = {}
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        values = set()
+        for site in sites:
+            if name in site.keywords:
+                key = name
+            elif i < len(site.positional) and param in positional:
+                key = i
+            else:
+                key = None
+            if key is None:
+                literal = literal_value(param.default) if param.default is not None else None
+            else:
+                literal = (True, site.literals[key]) if key in site.literals else None
+            if literal is None:
+                break
+            values.add((type(literal[1]), literal[1]))
+        else:
+            if len(values) == 1:
+                found[name] = next(iter(values))[1]
+    return found

@@ -12,12 +12,12 @@ import libcst as cst
 
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
-from .guard_facts import assigned_attributes, decided_by, facts_if, is_own_method_call
+from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
-from .params import all_params as _all_params, body_evidence
+from .params import all_params as _all_params, body_evidence, literal_value
 from .sizes import size_of, unpacked_shape_origins
 from .version_tests import version_truth
 
@@ -77,6 +77,9 @@ class CallSite(NamedTuple):
     tuples: dict = {}  # position / keyword -> element kinds of a tuple display passed there
     sizes: dict = {}  # position / keyword -> whether the size passed there varies (tcl/sizes.py)
     facts: frozenset = frozenset()  # guard facts on `self` attributes at a `self.m()` call (tcl/guard_facts.py)
+    # position / keyword -> the literal passed there (tcl/params.py constant_params); None when
+    # the call spreads *args / **kwargs or its target is one of several (positions differ)
+    literals: dict | None = None
 
 
 @dataclass
@@ -157,12 +160,15 @@ class FunctionWalker(cst.CSTVisitor):
         assume: dict | None = None,
         params_from_callers: bool | None = None,
         facts: dict | None = None,
+        constants: dict | None = None,
     ) -> None:
         self.assume = assume or None
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
         # then those of the `if`s the walk is inside, innermost last.
         self.fact_scopes: list[dict] = [dict(facts or {})]
         self.self_writes: set[str] = set()  # `self.attr` assigned so far: its facts no longer hold
+        # Parameters every traced caller gives the same literal (tcl/params.py constant_params).
+        self.constants: dict = dict(constants or {})
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
         self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
         self.callee_breaks = callee_breaks
@@ -398,7 +404,11 @@ class FunctionWalker(cst.CSTVisitor):
     def truth(self, test: cst.BaseExpression) -> bool | None:
         """The test's value when it is decided under compile or by the guard facts."""
         truth = static_truth(test, self.index, self.assume, self.version)
-        return truth if truth is not None else decided_by(test, self.guard_facts())
+        if truth is None:
+            truth = decided_by(test, self.guard_facts())
+        if truth is None and self.constants:
+            truth = constant_truth(test, {k: v for k, v in self.constants.items() if k not in self.assigned})
+        return truth
 
     def guard_facts(self) -> dict:
         """The guard facts that hold here: callers' and enclosing `if`s', minus what was assigned."""
@@ -579,7 +589,14 @@ class FunctionWalker(cst.CSTVisitor):
             if size is not None and size.varies is not False:
                 sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
         facts = frozenset(self.guard_facts().items()) if is_own_method_call(node) else frozenset()
-        site = CallSite(positional, keywords, crossed, tuples, sizes, facts)
+        literals = None
+        if callee is not None and not any(arg.star for arg in node.args):
+            literals = {}
+            for i, arg in enumerate(node.args):
+                literal = literal_value(arg.value)
+                if literal is not None:
+                    literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
+        site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals)
         for target in callees + overrides:
             self.result.calls.append((target, site))
             self.result.call_nodes.append(node)

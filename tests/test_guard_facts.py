@@ -160,3 +160,43 @@ def test_the_skipped_frame_compiles_once(tmp_path):
             trace.next_call()
             namespace["fn"](torch.randn(n, 2))
     assert persistent(trace.compilations) != []
+
+
+# A helper's flag that every traced caller leaves at its default (or passes as one literal).
+CONSTANT_FLAGS = """
+    import warnings
+    import torch
+
+
+    def helper(x, last_dim_is_batch=False, mode="sum", mask=None):
+        if last_dim_is_batch:
+            warnings.warn("last_dim_is_batch is deprecated")
+        if mode != "sum":
+            print("other mode")
+        if mask is not None:
+            x = x[mask]
+        return x
+
+
+    def scale(x, verbose=False):
+        if verbose:
+            print("scaling")
+        return x * 2
+
+
+    @torch.compile
+    def fn(x):
+        y = helper(x, mode="sum")
+        return scale(y) + scale(x, True)
+"""
+
+
+def test_a_parameter_every_caller_leaves_at_one_literal_decides_its_tests(tmp_path):
+    # helper's three tests are decided; scale gets False and True: its print is live.
+    assert check(tmp_path, CONSTANT_FLAGS) == [("TCL101", 18)]
+    assert compiler_breaks(CONSTANT_FLAGS, "fn", "(torch.randn(3),)") == [18]
+
+
+def test_a_spread_call_decides_nothing(tmp_path):
+    source = CONSTANT_FLAGS.replace("y = helper(x, mode=\"sum\")", "y = helper(x, **{})")
+    assert ("TCL105", 8) in check(tmp_path, source)
