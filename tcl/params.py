@@ -4,8 +4,8 @@ For an entry (a function torch.compile traces directly) they are tensors unless 
 the body says otherwise (`entry_param_kinds`, with tcl/evidence.py's reading of the body); for a
 helper they are what its traced callers pass, joined over every call site (`helper_param_kinds`),
 together with the facts call sites carry besides kinds: values live across a graph break
-(`crossed_params`), tuple displays (`tuple_params`) and sizes of the inputs (`sized_params`,
-tcl/sizes.py). The walker (tcl/walker.py) records the call sites; the engine joins them here.
+(`crossed_params`), tuple displays (`tuple_params`), sizes of the inputs (`sized_params`,
+tcl/sizes.py) and literals every site agrees on, passed or by default (`constant_params`). The walker (tcl/walker.py) records the call sites; the engine joins them here.
 """
 
 from __future__ import annotations
