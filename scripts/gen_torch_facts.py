@@ -211,6 +211,25 @@ PROBE_IMPORTS = (
 )
 
 
+def _break_of(source: str) -> str | None:
+    """The GB id of the break `fn(torch.randn(3))` of `source` hits, compiled in default mode
+    with breaks made errors; None when it compiles whole, "error" for another failure."""
+    import torch
+
+    namespace: dict = {"__file__": __file__}
+    exec(compile(source, "<probe>", "exec"), namespace)
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch._dynamo.error_on_graph_break(True):
+                torch.compile(namespace["fn"], backend="eager")(torch.randn(3))
+    except Exception as exc:  # the break, as the compiler reports it
+        found = re.search(r"gb(\d{4})\.html", str(exc))
+        return f"GB{found.group(1)}" if found else "error"
+    return None
+
+
 def _probe_calls() -> dict[str, str]:
     """{qualname: GB id} for the probes that break in default mode; 'ok' ones are left out."""
     import torch
@@ -218,18 +237,9 @@ def _probe_calls() -> dict[str, str]:
     broken: dict[str, str] = {}
     state = random.getstate() if (random := importlib.import_module("random")) else None
     for qualname, call in CALL_PROBES.items():
-        namespace: dict = {"__file__": __file__}
-        exec(compile(f"{PROBE_IMPORTS}def fn(x):\n    y = {call}\n    return x + 1, y\n", "<probe>", "exec"), namespace)
-        torch._dynamo.reset()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                with torch._dynamo.error_on_graph_break(True):
-                    torch.compile(namespace["fn"], backend="eager")(torch.randn(3))
-        except Exception as exc:  # the break, as the compiler reports it
-            found = re.search(r"gb(\d{4})\.html", str(exc))
-            if found:
-                broken[qualname] = f"GB{found.group(1)}"
+        gb = _break_of(f"{PROBE_IMPORTS}def fn(x):\n    y = {call}\n    return x + 1, y\n")
+        if gb not in (None, "error"):
+            broken[qualname] = gb
     random.setstate(state)
     torch._dynamo.reset()
     return dict(sorted(broken.items()))
@@ -247,22 +257,8 @@ def _probe_numpy_random() -> dict[str, dict]:
         for form, call in (("scalar", scalar), ("array", array)):
             if call is None:
                 continue
-            use = "x + torch.as_tensor(y).float().sum()" if form == "array" or name == "seed" else "x * y"
-            if name == "seed":
-                use = "x + 1"
-            namespace: dict = {}
-            exec(compile(f"import numpy as np\nimport torch\ndef fn(x):\n    y = {call}\n    return {use}\n",
-                         "<probe>", "exec"), namespace)
-            torch._dynamo.reset()
-            entry[form] = None
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    with torch._dynamo.error_on_graph_break(True):
-                        torch.compile(namespace["fn"], backend="eager")(torch.randn(3))
-            except Exception as exc:  # the break, as the compiler reports it
-                hit = re.search(r"gb(\d{4})\.html", str(exc))
-                entry[form] = f"GB{hit.group(1)}" if hit else "error"
+            use = "x + 1" if name == "seed" else "x + torch.as_tensor(y).float().sum()" if form == "array" else "x * y"
+            entry[form] = _break_of(f"import numpy as np\nimport torch\ndef fn(x):\n    y = {call}\n    return {use}\n")
         found[name] = entry
     torch._dynamo.reset()
     return found

@@ -52,20 +52,15 @@ def facts_if(test: cst.BaseExpression, outcome: bool) -> dict[tuple[str, str], b
     return {}
 
 
-def decided_by(test: cst.BaseExpression, facts: dict[tuple[str, str], bool]) -> bool | None:
-    """The value of `test` under `facts`, or None when they do not decide it."""
-    if not facts:
-        return None
-    attr = _self_attribute(test)
-    if attr is not None:
-        if (attr, "truth") in facts:
-            return facts[(attr, "truth")]
-        return False if facts.get((attr, "none")) is True else None
+def _decide(test: cst.BaseExpression, atom) -> bool | None:
+    """`test`'s value from `atom`'s answers for its operands: `not`, `and` and `or` combine
+    them the way Python does (an undecided side leaves `a and b` undecided unless the other
+    side is False)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = decided_by(test.expression, facts)
+        inner = _decide(test.expression, atom)
         return None if inner is None else not inner
     if isinstance(test, cst.BooleanOperation):
-        left, right = decided_by(test.left, facts), decided_by(test.right, facts)
+        left, right = _decide(test.left, atom), _decide(test.right, atom)
         if isinstance(test.operator, cst.And):
             if left is False or right is False:
                 return False
@@ -73,6 +68,22 @@ def decided_by(test: cst.BaseExpression, facts: dict[tuple[str, str], bool]) -> 
         if left is True or right is True:
             return True
         return False if left is False and right is False else None
+    return atom(test)
+
+
+def decided_by(test: cst.BaseExpression, facts: dict[tuple[str, str], bool]) -> bool | None:
+    """The value of `test` under `facts`, or None when they do not decide it."""
+    if not facts:
+        return None
+    return _decide(test, lambda atom: _fact_atom(atom, facts))
+
+
+def _fact_atom(test: cst.BaseExpression, facts: dict[tuple[str, str], bool]) -> bool | None:
+    attr = _self_attribute(test)
+    if attr is not None:
+        if (attr, "truth") in facts:
+            return facts[(attr, "truth")]
+        return False if facts.get((attr, "none")) is True else None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         attr = _self_attribute(test.left)
@@ -120,20 +131,12 @@ def agreed(sites_facts: list[frozenset]) -> frozenset:
 def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
     """The value of `test` when it tests a parameter every traced caller gives the same literal
     (`if last_dim_is_batch:`, `if mask is not None:`, `if mode == "sum":`), else None."""
+    return _decide(test, lambda atom: _constant_atom(atom, constants))
+
+
+def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
     if isinstance(test, cst.Name):
         return bool(constants[test.value]) if test.value in constants else None
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = constant_truth(test.expression, constants)
-        return None if inner is None else not inner
-    if isinstance(test, cst.BooleanOperation):
-        left, right = constant_truth(test.left, constants), constant_truth(test.right, constants)
-        if isinstance(test.operator, cst.And):
-            if left is False or right is False:
-                return False
-            return True if left is True and right is True else None
-        if left is True or right is True:
-            return True
-        return False if left is False and right is False else None
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         if test.left.value not in constants:
             return None
