@@ -245,7 +245,8 @@ class Analyzer:
         for candidate, reached_from in candidates:
             if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
                 continue
-            if candidate.eager_frame and self.config.mode != "fullgraph":
+            if candidate.eager_frame and self.config.mode != "fullgraph" and any(
+                    rule is None or rule.holds_under(settings) for rule in candidate.eager_frame):
                 continue  # a loop's break makes Dynamo skip the frame: it never recompiles
             by_module[id(candidate.function.index)].append((candidate, reached_from))
         findings = {}

@@ -65,7 +65,9 @@ class Candidate:
     # A recompile hazard in a frame that a default-mode break inside one of its loops makes
     # Dynamo skip: the frame runs eagerly, so nothing in it guards or recompiles (dropped in
     # default mode; under fullgraph=True the break is an error and the hazard is what follows).
-    eager_frame: bool = False
+    # The rules of those breaks (None: a call into a helper that breaks): a Dynamo setting that
+    # removes every one of them leaves the frame compiled.
+    eager_frame: tuple = ()
 
 
 class CallSite(NamedTuple):
@@ -202,7 +204,7 @@ class FunctionWalker(cst.CSTVisitor):
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
-        self._loop_break = False  # a default-mode break in a loop, on every pass's path (see run)
+        self._loop_breaks: list = []  # rules of default-mode breaks in a loop on every pass's path (see run)
         self._exited = False  # the walk has passed a return, break or continue of this function
         self._returned_by_break: cst.Call | None = None
 
@@ -249,7 +251,7 @@ class FunctionWalker(cst.CSTVisitor):
             if self._unconditional(node):
                 self._graph_ends()
             if self._reached_in_loop():
-                self._loop_break = True
+                self._loop_breaks.append(rule)
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
@@ -356,10 +358,10 @@ class FunctionWalker(cst.CSTVisitor):
     # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
         self.walk(self.function.node.body)
-        if self._loop_break:
+        if self._loop_breaks:
             for candidate in self.result.candidates:
                 if candidate.rule.category == "recompile":
-                    candidate.eager_frame = True
+                    candidate.eager_frame = tuple(dict.fromkeys(self._loop_breaks))
         return self.result
 
     def walk(self, node: cst.CSTNode) -> None:
@@ -603,7 +605,7 @@ class FunctionWalker(cst.CSTVisitor):
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
             if self._reached_in_loop():
-                self._loop_break = True
+                self._loop_breaks.append(None)
 
     def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:
         if isinstance(value, cst.Name) and value.value in self.tuple_env:

@@ -200,3 +200,10 @@ def test_a_parameter_every_caller_leaves_at_one_literal_decides_its_tests(tmp_pa
 def test_a_spread_call_decides_nothing(tmp_path):
     source = CONSTANT_FLAGS.replace("y = helper(x, mode=\"sum\")", "y = helper(x, **{})")
     assert ("TCL105", 8) in check(tmp_path, source)
+
+
+def test_a_setting_that_removes_the_loops_break_keeps_the_recompile_finding(tmp_path):
+    source = LOOP_BREAK.replace('            y = log(y)', '            y = y + x[0, 0].item()')
+    assert check(tmp_path, source) == [("TCL203", 14)]
+    source = "    import torch._dynamo\n    torch._dynamo.config.capture_scalar_outputs = True\n" + source
+    assert check(tmp_path, source) == [("TCL505", 15)]
