@@ -317,41 +317,36 @@ class FunctionWalker(cst.CSTVisitor):
         frame compiles once, whatever the sizes; a break in a try or with block resumes."""
         if self._exited:
             return False  # an earlier return / break / continue may leave before it
+        plain, in_loop = self._plain_path(through_loops=True)
+        return plain and in_loop
+
+    def _unconditional(self, node: cst.CSTNode) -> bool:
+        """Whether every call of the function reaches `node` (the walk is at `node`)."""
+        return self._plain_path(through_loops=False)[0]
+
+    def _plain_path(self, through_loops: bool) -> tuple[bool, bool]:
+        """(whether only `if` tests, the left of `and`/`or` and a for loop's iterable lie above
+        the walk's position -- and, `through_loops`, loop bodies and a while loop's test --,
+        whether a loop body does)."""
         stack, in_loop = self.stack, False
         for i, ancestor in enumerate(stack[:-1]):
             child = stack[i + 1]
             if isinstance(ancestor, (cst.For, cst.While)):
-                if child is ancestor.body:
+                if through_loops and child is ancestor.body:
                     in_loop = True
-                elif child is not (ancestor.iter if isinstance(ancestor, cst.For) else ancestor.test):
-                    return False  # the else: clause
+                elif isinstance(ancestor, cst.For) and child is ancestor.iter:
+                    pass
+                elif not (through_loops and isinstance(ancestor, cst.While) and child is ancestor.test):
+                    return False, in_loop  # a body (not through loops), or the else: clause
             elif isinstance(ancestor, (cst.If, cst.IfExp)):
                 if child is not ancestor.test:
-                    return False
+                    return False, in_loop
             elif isinstance(ancestor, cst.BooleanOperation):
                 if child is ancestor.right:
-                    return False
+                    return False, in_loop
             elif isinstance(ancestor, _CONDITIONAL):
-                return False
-        return in_loop
-
-    def _unconditional(self, node: cst.CSTNode) -> bool:
-        """Whether every call of the function reaches `node` (the walk is at `node`)."""
-        stack = self.stack
-        for i, ancestor in enumerate(stack[:-1]):
-            child = stack[i + 1]
-            if isinstance(ancestor, (cst.If, cst.IfExp)):
-                if child is not ancestor.test:
-                    return False
-            elif isinstance(ancestor, cst.BooleanOperation):
-                if child is ancestor.right:
-                    return False
-            elif isinstance(ancestor, cst.For):
-                if child is not ancestor.iter:
-                    return False
-            elif isinstance(ancestor, _CONDITIONAL):
-                return False
-        return True
+                return False, in_loop
+        return True, in_loop
 
     # -- traversal -----------------------------------------------------------------------
     # A read-only walk over dataclass fields. libcst's own visit() rebuilds every node it
