@@ -17,6 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .kinds import SELF
+from .params import literal_value
 
 # (attribute, test) -> value: ("merged", "truth") -> True for `if self.merged:`,
 # ("cache", "none") -> False for `if self.cache is not None:`.
@@ -141,10 +142,10 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
         if test.left.value not in constants:
             return None
         value, target = constants[test.left.value], test.comparisons[0]
-        other = _literal(target.comparator)
+        other = literal_value(target.comparator)
         if other is None:
             return None
-        other = other[0]
+        other = other[1]
         op = target.operator
         if isinstance(op, cst.Is):
             return value is other if other is None or isinstance(other, bool) else None
@@ -155,10 +156,3 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
         if isinstance(op, cst.NotEqual):
             return value != other
     return None
-
-
-def _literal(node: cst.BaseExpression):
-    from .params import literal_value
-
-    found = literal_value(node)
-    return (found[1],) if found is not None else None

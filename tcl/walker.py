@@ -388,9 +388,13 @@ class FunctionWalker(cst.CSTVisitor):
         if truth is None:  # both branches, each knowing what the test said
             self.walk(node.test)
             for branch, outcome in ((node.body, True), (node.orelse, False)):
-                if branch is not None:
-                    self.fact_scopes.append(facts_if(node.test, outcome))
-                    self.walk(branch)
+                if branch is None:
+                    continue
+                facts = facts_if(node.test, outcome)
+                if facts:
+                    self.fact_scopes.append(facts)
+                self.walk(branch)
+                if facts:
                     self.fact_scopes.pop()
             return False
         live = node.body if truth else node.orelse

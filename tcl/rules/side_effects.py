@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
 from ..fixes.guards import guard_call, remove_debugger
+from .. import torch_facts
 from ..names import LOG_METHODS
 from .base import Example, Rule
 
@@ -536,7 +535,7 @@ def fn(x):
         if not name.startswith("numpy.random."):
             return
         gb = None  # the rule's own id for the release
-        measured = _numpy_random_facts(tuple(ctx.version[:2])).get(name.removeprefix("numpy.random."))
+        measured = torch_facts.measured(ctx.version, "numpy_random").get(name.removeprefix("numpy.random."))
         if measured is not None:
             form = "array" if _draws_array(node, measured.get("size_at", 0)) else "scalar"
             if form not in measured:  # the form the probes do not cover: the other one's answer
@@ -557,11 +556,3 @@ def _draws_array(call: cst.Call, size_at: int) -> bool:
     if any(a.star for a in positional):
         return True  # `np.random.rand(*shape)`
     return len(positional) > 0 if size_at < 0 else len(positional) > size_at
-
-
-@functools.lru_cache(maxsize=8)
-def _numpy_random_facts(release: tuple[int, int]) -> dict[str, dict]:
-    from ..torch_facts import facts_for
-
-    facts = facts_for(release)
-    return dict(facts.numpy_random or {}) if facts is not None else {}

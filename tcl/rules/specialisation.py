@@ -21,6 +21,7 @@ import functools
 
 import libcst as cst
 
+from .. import torch_facts
 from ..dataflow import Kind, is_tensor
 from ..names import dotted
 from ..fixes.diagonal import fix_fill_diagonal
@@ -361,15 +362,6 @@ SQUARES = "[(torch.randn(n, n),) for n in (4, 6, 8, 10)]"
 
 
 @functools.lru_cache(maxsize=8)
-def _size_specialising_calls(release: tuple[int, int]) -> dict[str, str]:
-    """{"Tensor.fill_diagonal_": "receiver", "torch.triu_indices": "size arguments", ...}:
-    measured on the compiler by scripts/gen_torch_facts.py (tcl/torch_facts)."""
-    from .. import torch_facts
-
-    facts = torch_facts.facts_for(release)
-    return dict(facts.size_specialising_calls or {}) if facts is not None else {}
-
-
 def _is_tensor_receiver(func: cst.Attribute, ctx) -> bool:
     """The receiver of `.fill_diagonal_()` is a tensor: inferred so, or the method exists only on
     tensors (torch facts: Tensor has it, list/dict/str/... do not) and the receiver is a local
@@ -542,7 +534,9 @@ def fn(x):
                 (names.add if is_changing_int(node.value, ctx) else names.discard)(target.target.value)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        calls = _size_specialising_calls(tuple(ctx.version[:2]))
+        # {"Tensor.fill_diagonal_": "receiver", "torch.triu_indices": "size arguments", ...}:
+        # measured on the compiler by scripts/gen_torch_facts.py
+        calls = torch_facts.measured(ctx.version, "size_specialising_calls")
         if not calls:
             return
         func = node.func

@@ -92,6 +92,13 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
         return None
 
 
+def measured(release: tuple[int, ...], table: str) -> dict:
+    """One of the tables measured on the compiler (`size_specialising_calls`, `numpy_random`)
+    for the release nearest `release`; {} without data. The facts' own dict: read, never edit."""
+    facts = facts_for(tuple(release[:2]))
+    return (getattr(facts, table) or {}) if facts is not None else {}
+
+
 @lru_cache(maxsize=1)
 def all_releases() -> TorchFacts | None:
     """What every generated release agrees on, for code that does not know its target release
