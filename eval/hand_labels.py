@@ -16,6 +16,11 @@ Two samples (``--sample``; default: both, each package that is installed):
   demucs, torchani, botorch, pykeen; install with
   ``pip install --no-deps -r eval/requirements-labels-sample10.txt`` (tcl only reads their
   source; the repro scripts in eval/labels/repro/sample10/ need the whole file's packages).
+* ``sample11`` (``eval/labels/sample11_findings.json``, session 11, labelled the same way on
+  that session's starting engine, 36fec5d): dadaptation, torch-audiomentations, pytorchcv,
+  neuraloperator, torchdyn, denoising-diffusion-pytorch, pytorch-widedeep; install with
+  ``pip install --no-deps -r eval/requirements-labels-sample11.txt`` (its first seven lines are
+  the labelled packages; the rest only the repro scripts need).
 
 Run from the checkout root with the interpreter whose site-packages holds the packages:
 
@@ -44,6 +49,10 @@ SAMPLES = {
     "sample10": (os.path.join(HERE, "labels", "sample10_findings.json"),
                  ["nflows", "torchkbnufft", "demucs", "torchani", "botorch", "pykeen"],
                  {"nflows": 2, "torchani": 2, "botorch": 7}),
+    "sample11": (os.path.join(HERE, "labels", "sample11_findings.json"),
+                 ["dadaptation", "torch_audiomentations", "pytorchcv", "neuralop", "torchdyn",
+                  "denoising_diffusion_pytorch", "pytorch_widedeep"],
+                 {"dadaptation": 2, "torch_audiomentations": 2}),
 }
 FIELDS = ("library", "path", "line", "code", "source", "message", "label", "reason", "reproduced", "repro")
 LABEL_VALUES = ("TP", "FP", "unclear")
