@@ -242,12 +242,23 @@ class Analyzer:
         if self.config.mode == "fullgraph":
             settings |= FULLGRAPH_SETTINGS
         by_module: dict[int, list] = defaultdict(list)
+        default_mode = self.config.mode != "fullgraph"
+
+        def standing(rules) -> bool:  # a frame-skipping break that no setting removes
+            return any(rule is None or rule.holds_under(settings) for rule in rules)
+
+        hidden: dict[int, set[int]] = defaultdict(set)  # masking break's node -> masked nodes
         for candidate, reached_from in candidates:
             if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
                 continue
-            if candidate.eager_frame and self.config.mode != "fullgraph" and any(
-                    rule is None or rule.holds_under(settings) for rule in candidate.eager_frame):
+            if candidate.eager_frame and default_mode and standing(candidate.eager_frame):
                 continue  # a loop's break makes Dynamo skip the frame: it never recompiles
+            if candidate.masked_by and default_mode and standing(candidate.masked_by):
+                # An earlier break makes Dynamo run this frame eagerly: this one is never
+                # reached while it stands. The earlier finding says how many wait behind it.
+                if candidate.masked_at is not None:
+                    hidden[id(candidate.masked_at.node)].add(id(candidate.node))
+                continue
             by_module[id(candidate.function.index)].append((candidate, reached_from))
         findings = {}
         for group in by_module.values():
@@ -261,7 +272,8 @@ class Analyzer:
                 ranges = self._foreign_ranges(index, functions)
             noqa = self._noqa(index) if index is not current else NoqaMap(index.source)
             for candidate, reached_from in group:
-                finding = self._finding(candidate, reached_from, ranges, noqa, index.path)
+                finding = self._finding(candidate, reached_from, ranges, noqa, index.path,
+                                        len(hidden.get(id(candidate.node), ())))
                 if finding is not None and index.installed and analysis is not None and self.installed is not None:
                     finding = self._at_user_line(finding, candidate, analysis, current)
                 if finding is not None:
@@ -328,14 +340,14 @@ class Analyzer:
         return kept[1]
 
     @staticmethod
-    def _finding(candidate, reached_from, ranges, noqa, path) -> Finding | None:
+    def _finding(candidate, reached_from, ranges, noqa, path, hidden: int = 0) -> Finding | None:
         where = ranges.get(candidate.node)
         if where is None:
             return None
         start, end = where.start, where.end
         if noqa.suppressed(candidate.rule.code, start.line, end.line):
             return None
-        message, note = _message(candidate)
+        message, note = _message(candidate, hidden)
         evidence = _evidence_text(candidate.evidence, ranges)
         return Finding(
             code=candidate.rule.code,
@@ -379,20 +391,22 @@ def _evidence_text(evidence, ranges) -> str:
     return f"{name}: {basis}"
 
 
-def _message(candidate: Candidate) -> tuple[str, str]:
+def _message(candidate: Candidate, hidden: int = 0) -> tuple[str, str]:
     """(what was found, what it costs): the rule's message up to its `consequence_after`, and the
-    rest of it plus, for a break in a loop/with/try, the frame that falls back to eager. The two
-    joined are the whole one-line message; where a helper is reached from is kept apart too
-    (Finding.function, .reached_from)."""
+    rest of it plus, for a break in a loop/with/try, the frame that falls back to eager (and how
+    many later breaks of that frame it hides). The two joined are the whole one-line message;
+    where a helper is reached from is kept apart too (Finding.function, .reached_from)."""
     message, note = candidate.message, ""
     marker = candidate.rule.consequence_after
     if marker and marker in message:
         at = message.index(marker)
         message, note = message[:at], message[at:]
     if candidate.amplifier:
+        later = (f"; {hidden} later break{'s' if hidden > 1 else ''} in it show{'' if hidden > 1 else 's'}"
+                 " once this one is fixed") if hidden else ""
         note += (
             f" (inside a {candidate.amplifier}: Dynamo drops the whole frame"
-            f" {candidate.function.qualname}() to eager)"
+            f" {candidate.function.qualname}() to eager{later})"
         )
     return message, note
 

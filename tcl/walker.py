@@ -68,6 +68,15 @@ class Candidate:
     # The rules of those breaks (None: a call into a helper that breaks): a Dynamo setting that
     # removes every one of them leaves the frame compiled.
     eager_frame: tuple = ()
+    # A break that comes after such a frame-skipping break in the same frame (source order):
+    # Dynamo never reaches it while the earlier one stands (measured on 2.13: the frame runs
+    # eagerly, and a later `.item()` logs no break). The rules of the earlier breaks, as in
+    # eager_frame; `masked_at` is the first of them (None: a call into a helper that breaks).
+    masked_by: tuple = ()
+    masked_at: "Candidate | None" = None
+    # Found in a nested def or lambda: it runs in whichever frame calls it (a forward hook runs
+    # in the hooked module's), so this frame's skipping neither hides nor removes it.
+    nested: bool = False
 
 
 class CallSite(NamedTuple):
@@ -204,7 +213,10 @@ class FunctionWalker(cst.CSTVisitor):
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
-        self._loop_breaks: list = []  # rules of default-mode breaks in a loop on every pass's path (see run)
+        # Rules of default-mode breaks that make Dynamo skip the frame: in a loop, try or
+        # with block, on every pass's path (see run); the first such candidate found.
+        self._loop_breaks: list = []
+        self._first_skip: Candidate | None = None
         self._exited = False  # the walk has passed a return, break or continue of this function
         self._returned_by_break: cst.Call | None = None
 
@@ -241,17 +253,20 @@ class FunctionWalker(cst.CSTVisitor):
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None) -> None:
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
         evidence = self._evidence(node) if getattr(rule, "explains_value", False) else None
-        self.result.candidates.append(
-            Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version), amplifier,
-                      evidence)
-        )
+        candidate = Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version),
+                              amplifier, evidence)
+        candidate.nested = self.inside_nested_function()
+        if self._loop_breaks and rule.category == "graph-break" and not candidate.nested:
+            candidate.masked_by, candidate.masked_at = tuple(dict.fromkeys(self._loop_breaks)), self._first_skip
+        self.result.candidates.append(candidate)
         # A rule that exists only under a Dynamo setting is decided after the walk (the walk
         # itself does not depend on settings, so its results are shared by every file).
         if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and not rule.needs_settings:
             if self._unconditional(node):
                 self._graph_ends()
-            if self._reached_in_loop():
+            if self._skips_frame():
                 self._loop_breaks.append(rule)
+                self._first_skip = self._first_skip or candidate
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
@@ -306,47 +321,56 @@ class FunctionWalker(cst.CSTVisitor):
         return bool(self.assume) and self.assume.get("device") == "cpu"
 
     def _graph_ends(self) -> None:
-        self.result.breaks = True
+        # The function breaks on every call only if no earlier return can leave before
+        # (torchtune's `if not normalize: return ...` ahead of a data-dependent test).
+        self.result.breaks = self.result.breaks or not self._exited
         self.crossed = set(self.env)
 
-    def _reached_in_loop(self) -> bool:
-        """Whether the walk is in a for/while body of this function, on a path every pass of
-        the loop takes (only loop bodies and `if` tests above it). Measured on 2.13: such a
-        break makes Dynamo skip the whole frame -- in the same loop as a size-dependent trip
-        count, in another loop before or after it, or inside a helper the loop calls -- and the
-        frame compiles once, whatever the sizes; a break in a try or with block resumes."""
+    def _skips_frame(self) -> bool:
+        """Whether a default-mode break here makes Dynamo skip the whole frame: the walk is in a
+        for/while body, a try body or a with block Dynamo cannot re-enter, on a path every
+        pass takes (only such blocks and `if` tests above it). Measured on 2.13: the frame then
+        runs eagerly -- also for a loop's break in another loop before or after a size-
+        dependent one, or inside a helper the block calls -- so it compiles once whatever the
+        sizes, and a later break in it logs nothing; a break in `with torch.no_grad():`
+        resumes after it."""
         if self._exited:
             return False  # an earlier return / break / continue may leave before it
-        plain, in_loop = self._plain_path(through_loops=True)
-        return plain and in_loop
+        plain, in_block = self._plain_path(through_blocks=True)
+        return plain and in_block
 
     def _unconditional(self, node: cst.CSTNode) -> bool:
         """Whether every call of the function reaches `node` (the walk is at `node`)."""
-        return self._plain_path(through_loops=False)[0]
+        return self._plain_path(through_blocks=False)[0]
 
-    def _plain_path(self, through_loops: bool) -> tuple[bool, bool]:
+    def _plain_path(self, through_blocks: bool) -> tuple[bool, bool]:
         """(whether only `if` tests, the left of `and`/`or` and a for loop's iterable lie above
-        the walk's position -- and, `through_loops`, loop bodies and a while loop's test --,
-        whether a loop body does)."""
-        stack, in_loop = self.stack, False
+        the walk's position -- and, `through_blocks`, loop bodies, a while loop's test, try
+        bodies and with blocks --, whether a block that makes a break skip the frame does:
+        a loop or try body, a with block Dynamo cannot resume in)."""
+        stack, in_block = self.stack, False
         for i, ancestor in enumerate(stack[:-1]):
             child = stack[i + 1]
             if isinstance(ancestor, (cst.For, cst.While)):
-                if through_loops and child is ancestor.body:
-                    in_loop = True
+                if through_blocks and child is ancestor.body:
+                    in_block = True
                 elif isinstance(ancestor, cst.For) and child is ancestor.iter:
                     pass
-                elif not (through_loops and isinstance(ancestor, cst.While) and child is ancestor.test):
-                    return False, in_loop  # a body (not through loops), or the else: clause
+                elif not (through_blocks and isinstance(ancestor, cst.While) and child is ancestor.test):
+                    return False, in_block  # a body (not through blocks), or the else: clause
+            elif through_blocks and isinstance(ancestor, cst.Try) and child is ancestor.body:
+                in_block = True  # the handlers, else and finally are not on every path
+            elif through_blocks and isinstance(ancestor, cst.With) and child is ancestor.body:
+                in_block = in_block or not self._resumable(ancestor)
             elif isinstance(ancestor, (cst.If, cst.IfExp)):
                 if child is not ancestor.test:
-                    return False, in_loop
+                    return False, in_block
             elif isinstance(ancestor, cst.BooleanOperation):
                 if child is ancestor.right:
-                    return False, in_loop
+                    return False, in_block
             elif isinstance(ancestor, _CONDITIONAL):
-                return False, in_loop
-        return True, in_loop
+                return False, in_block
+        return True, in_block
 
     # -- traversal -----------------------------------------------------------------------
     # A read-only walk over dataclass fields. libcst's own visit() rebuilds every node it
@@ -355,7 +379,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.walk(self.function.node.body)
         if self._loop_breaks:
             for candidate in self.result.candidates:
-                if candidate.rule.category == "recompile":
+                if candidate.rule.category == "recompile" and not candidate.nested:
                     candidate.eager_frame = tuple(dict.fromkeys(self._loop_breaks))
         return self.result
 
@@ -452,12 +476,12 @@ class FunctionWalker(cst.CSTVisitor):
     def leave_Try(self, original_node: cst.Try) -> None:
         self.amplifiers.pop()
 
+    def _resumable(self, node: cst.With) -> bool:
+        return all(isinstance(item.item, cst.Call) and self.qualname(item.item.func) in RESUMABLE_CONTEXTS
+                   for item in node.items)
+
     def visit_With(self, node: cst.With) -> None:
-        resumable = all(
-            isinstance(item.item, cst.Call) and self.qualname(item.item.func) in RESUMABLE_CONTEXTS
-            for item in node.items
-        )
-        self.amplifiers.append(None if resumable else "with block")
+        self.amplifiers.append(None if self._resumable(node) else "with block")
         for item in node.items:
             if item.asname is not None:
                 self._bind_target(item.asname.name, Kind.UNKNOWN)
@@ -603,7 +627,7 @@ class FunctionWalker(cst.CSTVisitor):
             self.result.call_nodes.append(node)
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
-            if self._reached_in_loop():
+            if self._skips_frame():
                 self._loop_breaks.append(None)
 
     def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:

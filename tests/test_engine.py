@@ -171,16 +171,18 @@ def test_break_in_loop_is_an_error_that_drops_the_frame():
 
         @torch.compile
         def f(x):
-            for _ in range(3):
-                print(x)
             with torch.no_grad():
+                print(x)
+            for _ in range(3):
                 print(x)
             return x
     '''
     report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(code), "m.py")
     severities = [(f.line, f.severity) for f in report.findings]
-    assert severities == [(7, "error"), (9, "warning")]
-    assert "drops the whole frame f() to eager" in finding_text(report.findings[0])
+    # The break in no_grad resumes (a warning); the loop's drops the frame (an error). Breaks
+    # after the loop's are hidden behind it (tests/test_guard_facts.py).
+    assert severities == [(7, "warning"), (9, "error")]
+    assert "drops the whole frame f() to eager" in finding_text(report.findings[1])
 
 
 def test_code_outside_compiled_regions_is_ignored():

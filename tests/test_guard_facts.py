@@ -1,6 +1,6 @@
 """Path facts that decide code tcl used to report: guard facts carried into `self.m()` calls
 (tcl/guard_facts.py) and frames a loop's break makes Dynamo skip (recompile findings dropped,
-tcl/walker.py `_reached_in_loop`). Each source is also compiled on the installed torch, so what
+tcl/walker.py `_skips_frame`). Each source is also compiled on the installed torch, so what
 tcl stops reporting is what the compiler does not break on or recompile."""
 
 from __future__ import annotations
@@ -207,3 +207,128 @@ def test_a_setting_that_removes_the_loops_break_keeps_the_recompile_finding(tmp_
     assert check(tmp_path, source) == [("TCL203", 14)]
     source = "    import torch._dynamo\n    torch._dynamo.config.capture_scalar_outputs = True\n" + source
     assert check(tmp_path, source) == [("TCL505", 15)]
+
+
+# A break that makes Dynamo skip the frame (in a loop, a try body, a with block it cannot
+# re-enter) hides the frame's later breaks: the frame runs eagerly and never reaches them. A
+# helper the eager frame calls is a frame of its own, traced as usual.
+MASKED = """
+    import torch
+
+
+    def helper(y):
+        print("helper")
+        return y
+
+
+    class Ctx:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            x = x + 1
+            print("before")
+            for i in range(2):
+                print("in loop")
+                x = x * 2
+            y = x.sum().item()
+            if x.sum() > 0:
+                x = x - 1
+            return helper(x) + y
+
+
+    def in_try(x):
+        try:
+            print("in try")
+        except ValueError:
+            pass
+        return x.sum().item()
+
+
+    def in_with(x):
+        with Ctx():
+            print("in with")
+        return x.sum().item()
+
+
+    def in_no_grad(x):
+        with torch.no_grad():
+            print("in no_grad")
+        return x.sum().item()
+
+
+    def read_in_try(x):
+        try:
+            n = x.sum().item()
+        except ValueError:
+            n = 0
+        print("after")
+        return x * n
+
+
+    try_step = torch.compile(in_try)
+    with_step = torch.compile(in_with)
+    no_grad_step = torch.compile(in_no_grad)
+    read_step = torch.compile(read_in_try)
+"""
+
+
+def test_a_frame_skipping_break_hides_the_later_ones(tmp_path):
+    assert check(tmp_path, MASKED) == [("TCL101", 6), ("TCL101", 21), ("TCL101", 23), ("TCL101", 33),
+                                       ("TCL101", 41), ("TCL101", 47), ("TCL203", 48), ("TCL203", 53)]
+    assert compiler_breaks(MASKED, "Model", "(torch.randn(3),)") == [6, 21, 23]
+    for entry, lines in (("in_try", [33]), ("in_with", [41]), ("in_no_grad", [47, 48]), ("read_in_try", [53])):
+        assert compiler_breaks(MASKED, entry, "(torch.randn(3),)") == lines, entry
+
+
+def test_the_hiding_break_says_how_many_wait_behind_it(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(MASKED))
+    result = run([str(path)], Config(torch_version="2.13"), jobs=1)
+    loop = next(f for f in result.findings if f.line == 23)
+    assert "Dynamo drops the whole frame Model.forward() to eager; 2 later breaks in it show once this one is fixed" \
+        in loop.note
+    # Under fullgraph=True a break is an error where it stands, and nothing hides another.
+    assert ("TCL201", 26) in check(tmp_path, MASKED, mode="fullgraph")
+    # A setting that removes the hiding break (capture_scalar_outputs for .item()) brings the
+    # later ones back.
+    assert ("TCL101", 56) not in check(tmp_path, MASKED)
+    assert ("TCL101", 56) in check(tmp_path, MASKED, dynamo_config=["capture_scalar_outputs"])
+
+
+# torchtune's chunked KD loss: the loop calls a loss whose break comes after an early return
+# the call takes (`normalize=False`), so the loop does not skip the frame, and the test after
+# it breaks.
+EARLY_RETURN = """
+    import torch
+
+
+    def kl(x, normalize=True):
+        if not normalize:
+            return x.sum()
+        total = x.sum()
+        if total == 0:
+            return total
+        return x.sum() / total
+
+
+    @torch.compile
+    def chunked(xs):
+        loss = 0.0
+        for x in xs:
+            loss = loss + kl(x, normalize=False)
+        if loss == 0:
+            return loss
+        return loss * 2
+"""
+
+
+def test_a_callee_that_may_return_first_does_not_hide_later_breaks(tmp_path):
+    # (TCL504: the loop over the list parameter unrolls over its length, a real recompile.)
+    assert check(tmp_path, EARLY_RETURN) == [("TCL201", 9), ("TCL201", 19), ("TCL504", 17)]
+    assert compiler_breaks(EARLY_RETURN, "chunked", "([torch.ones(3), torch.ones(3)],)") == [19]
