@@ -49,6 +49,17 @@ RESUMABLE_CONTEXTS = frozenset({
 })
 
 
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """id(node) -> its parent, for every node under `root`."""
+    parents, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
+
+
 @dataclass
 class Candidate:
     """A finding before positions are known (they are computed only for files that have one)."""
@@ -213,10 +224,11 @@ class FunctionWalker(cst.CSTVisitor):
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
-        # Rules of default-mode breaks that make Dynamo skip the frame: in a loop, try or
-        # with block, on every pass's path (see run); the first such candidate found.
-        self._loop_breaks: list = []
-        self._first_skip: Candidate | None = None
+        # Every default-mode break that makes Dynamo skip the frame when it runs (_note_skip):
+        # (its rule or None, the block within which every later point comes after it -- None:
+        # the function body --, its candidate).
+        self._skips: list[tuple] = []
+        self._recompile_hazards: list[Candidate] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
         self._returned_by_break: cst.Call | None = None
 
@@ -256,17 +268,21 @@ class FunctionWalker(cst.CSTVisitor):
         candidate = Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version),
                               amplifier, evidence)
         candidate.nested = self.inside_nested_function()
-        if self._loop_breaks and rule.category == "graph-break" and not candidate.nested:
-            candidate.masked_by, candidate.masked_at = tuple(dict.fromkeys(self._loop_breaks)), self._first_skip
+        if rule.category == "recompile" and not candidate.nested:
+            self._recompile_hazards.append(candidate)
+        if self._skips and rule.category == "graph-break" and not candidate.nested:
+            within = {id(n) for n in self.stack}
+            earlier = [(r, c) for r, scope, c in self._skips if scope is None or id(scope) in within]
+            if earlier:
+                candidate.masked_by = tuple(dict.fromkeys(r for r, _ in earlier))
+                candidate.masked_at = earlier[0][1]
         self.result.candidates.append(candidate)
         # A rule that exists only under a Dynamo setting is decided after the walk (the walk
         # itself does not depend on settings, so its results are shared by every file).
         if rule.category == "graph-break" and DEFAULT_MODE in rule.modes and not rule.needs_settings:
             if self._unconditional(node):
                 self._graph_ends()
-            if self._skips_frame():
-                self._loop_breaks.append(rule)
-                self._first_skip = self._first_skip or candidate
+            self._note_skip(rule, candidate)
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
@@ -326,61 +342,84 @@ class FunctionWalker(cst.CSTVisitor):
         self.result.breaks = self.result.breaks or not self._exited
         self.crossed = set(self.env)
 
-    def _skips_frame(self) -> bool:
-        """Whether a default-mode break here makes Dynamo skip the whole frame: the walk is in a
-        for/while body, a try body or a with block Dynamo cannot re-enter, on a path every
-        pass takes (only such blocks and `if` tests above it). Measured on 2.13: the frame then
-        runs eagerly -- also for a loop's break in another loop before or after a size-
-        dependent one, or inside a helper the block calls -- so it compiles once whatever the
-        sizes, and a later break in it logs nothing; a break in `with torch.no_grad():`
-        resumes after it."""
+    def _note_skip(self, rule, candidate: "Candidate | None") -> None:
+        """Record a default-mode break here (`rule`, or None for a call into a helper that
+        breaks) if it makes Dynamo skip the whole frame when it runs: the walk is in a for/while
+        body, a try body or a with block Dynamo cannot re-enter. Measured on 2.13: the frame then
+        runs eagerly -- also for a loop's break in another loop before or after a size-dependent
+        one, or inside a helper the block calls -- so it compiles once whatever the sizes, and
+        a later break in it logs nothing; a break in `with torch.no_grad():` resumes after it.
+        Whenever the innermost block that holds it on a plain path runs (the function body, an
+        `if` body, a handler: only such blocks and `if` tests between), the frame runs
+        eagerly: the later breaks of that block are hidden (`report`) and its recompile
+        hazards never recompile (`run`)."""
         if self._exited:
-            return False  # an earlier return / break / continue may leave before it
-        plain, in_block = self._plain_path(through_blocks=True)
-        return plain and in_block
+            return  # an earlier return / break / continue may leave before it
+        in_block, scope = False, None
+        stack = self.stack
+        for i in range(len(stack) - 2, -1, -1):
+            ancestor, child = stack[i], stack[i + 1]
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return  # a nested function: another frame
+            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
+                in_block, plain = True, True
+            elif isinstance(ancestor, cst.Try) and child is ancestor.body:
+                in_block, plain = True, True
+            elif isinstance(ancestor, cst.With) and child is ancestor.body:
+                in_block, plain = in_block or not self._resumable(ancestor), True
+            elif isinstance(ancestor, cst.For):
+                plain = child is ancestor.iter  # the else: clause runs only sometimes
+            elif isinstance(ancestor, cst.While):
+                plain = child is ancestor.test
+            elif isinstance(ancestor, (cst.If, cst.IfExp)):
+                plain = child is ancestor.test
+            elif isinstance(ancestor, cst.BooleanOperation):
+                plain = child is not ancestor.right
+            else:
+                plain = not isinstance(ancestor, _CONDITIONAL)
+            if not plain and scope is None:
+                scope = child
+        if not in_block:
+            return
+        self._skips.append((rule, scope, candidate))
 
     def _unconditional(self, node: cst.CSTNode) -> bool:
-        """Whether every call of the function reaches `node` (the walk is at `node`)."""
-        return self._plain_path(through_blocks=False)[0]
-
-    def _plain_path(self, through_blocks: bool) -> tuple[bool, bool]:
-        """(whether only `if` tests, the left of `and`/`or` and a for loop's iterable lie above
-        the walk's position -- and, `through_blocks`, loop bodies, a while loop's test, try
-        bodies and with blocks --, whether a block that makes a break skip the frame does:
-        a loop or try body, a with block Dynamo cannot resume in)."""
-        stack, in_block = self.stack, False
+        """Whether every call of the function reaches `node` (the walk is at `node`): only `if`
+        tests, the left of `and`/`or` and a for loop's iterable lie above it."""
+        stack = self.stack
         for i, ancestor in enumerate(stack[:-1]):
             child = stack[i + 1]
-            if isinstance(ancestor, (cst.For, cst.While)):
-                if through_blocks and child is ancestor.body:
-                    in_block = True
-                elif isinstance(ancestor, cst.For) and child is ancestor.iter:
-                    pass
-                elif not (through_blocks and isinstance(ancestor, cst.While) and child is ancestor.test):
-                    return False, in_block  # a body (not through blocks), or the else: clause
-            elif through_blocks and isinstance(ancestor, cst.Try) and child is ancestor.body:
-                in_block = True  # the handlers, else and finally are not on every path
-            elif through_blocks and isinstance(ancestor, cst.With) and child is ancestor.body:
-                in_block = in_block or not self._resumable(ancestor)
+            if isinstance(ancestor, cst.For):
+                if child is not ancestor.iter:
+                    return False  # the body or the else: clause
             elif isinstance(ancestor, (cst.If, cst.IfExp)):
                 if child is not ancestor.test:
-                    return False, in_block
+                    return False
             elif isinstance(ancestor, cst.BooleanOperation):
                 if child is ancestor.right:
-                    return False, in_block
+                    return False
             elif isinstance(ancestor, _CONDITIONAL):
-                return False, in_block
-        return True, in_block
+                return False
+        return True
 
     # -- traversal -----------------------------------------------------------------------
     # A read-only walk over dataclass fields. libcst's own visit() rebuilds every node it
     # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
         self.walk(self.function.node.body)
-        if self._loop_breaks:
-            for candidate in self.result.candidates:
-                if candidate.rule.category == "recompile" and not candidate.nested:
-                    candidate.eager_frame = tuple(dict.fromkeys(self._loop_breaks))
+        # A recompile hazard in the block of a frame-skipping break, before or after it, never
+        # recompiles: whenever that block runs, the whole frame runs eagerly. (Some recompile
+        # rules report once at the body about a node deep in it: its ancestors are looked up.)
+        if self._skips and self._recompile_hazards:
+            parents = _parents(self.function.node.body)
+            for candidate in self._recompile_hazards:
+                within, node = set(), candidate.node
+                while node is not None:
+                    within.add(id(node))
+                    node = parents.get(id(node))
+                rules = [rule for rule, scope, _ in self._skips if scope is None or id(scope) in within]
+                if rules:
+                    candidate.eager_frame = tuple(dict.fromkeys(rules))
         return self.result
 
     def walk(self, node: cst.CSTNode) -> None:
@@ -627,8 +666,7 @@ class FunctionWalker(cst.CSTVisitor):
             self.result.call_nodes.append(node)
         if callee is not None and self.callee_breaks(callee):
             self._breaking_call = (node, self._unconditional(node))
-            if self._skips_frame():
-                self._loop_breaks.append(None)
+            self._note_skip(None, None)
 
     def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:
         if isinstance(value, cst.Name) and value.value in self.tuple_env:

@@ -1,6 +1,6 @@
 """Path facts that decide code tcl used to report: guard facts carried into `self.m()` calls
 (tcl/guard_facts.py) and frames a loop's break makes Dynamo skip (recompile findings dropped,
-tcl/walker.py `_skips_frame`). Each source is also compiled on the installed torch, so what
+tcl/walker.py `_note_skip`). Each source is also compiled on the installed torch, so what
 tcl stops reporting is what the compiler does not break on or recompile."""
 
 from __future__ import annotations
@@ -332,3 +332,30 @@ def test_a_callee_that_may_return_first_does_not_hide_later_breaks(tmp_path):
     # (TCL504: the loop over the list parameter unrolls over its length, a real recompile.)
     assert check(tmp_path, EARLY_RETURN) == [("TCL201", 9), ("TCL201", 19), ("TCL504", 17)]
     assert compiler_breaks(EARLY_RETURN, "chunked", "([torch.ones(3), torch.ones(3)],)") == [19]
+
+
+# torchkbnufft's thread split: the loop that breaks sits in one branch of a shape test. When that
+# branch runs, the frame is skipped and the rest of the branch is never traced; code after the
+# branch may still be reached by the other branch, so it stays reported.
+BRANCH_LOOP = """
+    import torch
+
+
+    @torch.compile
+    def split(x, factors):
+        threads = 1
+        if x.ndim == 2:
+            for factor in factors:
+                if int(factor) > 1:
+                    threads = int(factor)
+            total = int(x.sum())
+        else:
+            total = 0
+        return x * threads + total + x.sum().item()
+"""
+
+
+def test_a_skipping_break_hides_the_rest_of_its_branch(tmp_path):
+    assert check(tmp_path, BRANCH_LOOP) == [("TCL203", 15), ("TCL204", 10)]
+    assert compiler_breaks(BRANCH_LOOP, "split", "(torch.ones(2, 2), torch.tensor([1, 2]))") == [10]
+    assert compiler_breaks(BRANCH_LOOP, "split", "(torch.ones(2), torch.tensor([1, 2]))") == [15]

@@ -193,7 +193,7 @@ def test_tcl508_leaves_a_read_inside_an_outer_loop():
             return out
         """, code="TCL508")
     # The read inside the loop breaks there, which makes Dynamo skip the whole frame: line 10's
-    # list is then read eagerly too and recompiles nothing (tcl/walker.py, _skips_frame).
+    # list is then read eagerly too and recompiles nothing (tcl/walker.py, _note_skip).
     assert [f.line for f in found] == []
     found = findings("""
         import torch
