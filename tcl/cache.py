@@ -129,6 +129,7 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         project_fingerprint,
         # what the run starts from and follows (tcl/entries.py, tcl/installed.py)
         getattr(config, "follow_imports", False),
+        getattr(config, "show_hidden", False),
         sorted(spec.text for spec in getattr(analyzer, "entry_specs", ())),
         sorted({spec.file or "" for spec in getattr(analyzer, "entry_specs", ())}),
     )[:24]

@@ -109,6 +109,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         help="a torch._dynamo.config setting the program turns on before compiling "
                         "(capture_scalar_outputs, capture_dynamic_output_shape_ops): what it keeps in the "
                         "graph is not reported (repeatable; a file's own `torch._dynamo.config.X = True` counts too)")
+    parser.add_argument("--show-hidden", action="store_true",
+                        help="also report the breaks an earlier break hides (Dynamo already runs their frame eagerly)")
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
@@ -157,6 +159,8 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
         config.follow_imports = True
     if getattr(args, "no_respect_gitignore", False):
         config.respect_gitignore = False
+    if getattr(args, "show_hidden", False):
+        config.show_hidden = True
     validate(config, "command line")
     return config
 

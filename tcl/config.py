@@ -44,6 +44,9 @@ class Config:
     # Dynamo settings the program turns on wherever it compiles (tcl/dynamo_settings.py):
     # ["capture_scalar_outputs"] silences what that setting keeps in the graph, in every file.
     dynamo_config: list[str] = field(default_factory=list)
+    # Also report the breaks an earlier break hides (Dynamo runs their frame eagerly before
+    # reaching them): the whole list of what stands between a frame and one graph.
+    show_hidden: bool = False
     source: Path | None = None  # the pyproject.toml it came from
 
     def target_version(self) -> tuple[int, int]:
@@ -63,6 +66,7 @@ class Config:
 KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
     "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports", "respect-gitignore", "dynamo-config",
+    "show-hidden",
 }
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
@@ -134,6 +138,10 @@ def load(pyproject: Path | None) -> Config:
         raise ConfigError(f"{where}: respect-gitignore: expected true or false, got {_shown(respect)}")
     config.respect_gitignore = respect
     config.dynamo_config = _settings(section.get("dynamo-config", []), where)
+    hidden = section.get("show-hidden", False)
+    if not isinstance(hidden, bool):
+        raise ConfigError(f"{where}: show-hidden: expected true or false, got {_shown(hidden)}")
+    config.show_hidden = hidden
     validate(config, where)
     return config
 

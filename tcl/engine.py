@@ -248,6 +248,7 @@ class Analyzer:
             return any(rule is None or rule.holds_under(settings) for rule in rules)
 
         hidden: dict[int, set[int]] = defaultdict(set)  # masking break's node -> masked nodes
+        hidden_behind: dict[int, Candidate | None] = {}  # --show-hidden: candidate -> what hides it
         for candidate, reached_from in candidates:
             if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
                 continue
@@ -258,7 +259,9 @@ class Analyzer:
                 # reached while it stands. The earlier finding says how many wait behind it.
                 if candidate.masked_at is not None:
                     hidden[id(candidate.masked_at.node)].add(id(candidate.node))
-                continue
+                if not self.config.show_hidden:
+                    continue
+                hidden_behind[id(candidate)] = candidate.masked_at
             by_module[id(candidate.function.index)].append((candidate, reached_from))
         findings = {}
         for group in by_module.values():
@@ -274,6 +277,8 @@ class Analyzer:
             for candidate, reached_from in group:
                 finding = self._finding(candidate, reached_from, ranges, noqa, index.path,
                                         len(hidden.get(id(candidate.node), ())))
+                if finding is not None and id(candidate) in hidden_behind:
+                    finding = _as_hidden(finding, hidden_behind[id(candidate)], ranges)
                 if finding is not None and index.installed and analysis is not None and self.installed is not None:
                     finding = self._at_user_line(finding, candidate, analysis, current)
                 if finding is not None:
@@ -365,6 +370,15 @@ class Analyzer:
             function=candidate.function.qualname if reached_from else "",
             evidence=evidence,
         )
+
+
+def _as_hidden(finding: Finding, behind: Candidate | None, ranges) -> Finding:
+    """A finding --show-hidden keeps: a warning that says which break hides it today."""
+    where = ranges.get(behind.node) if behind is not None else None
+    earlier = f"the break at line {where.start.line}" if where is not None else "an earlier break"
+    frame = behind.function.qualname if behind is not None else "this frame"
+    note = f"{finding.note} (hidden today: {earlier} makes Dynamo run {frame}() eagerly before it)"
+    return dataclasses.replace(finding, note=note.strip(), severity=WARNING)
 
 
 EVIDENCE_CODE_CHARS = 40  # longer origins are cut: the clause must keep the first line short

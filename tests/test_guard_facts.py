@@ -359,3 +359,13 @@ def test_a_skipping_break_hides_the_rest_of_its_branch(tmp_path):
     assert check(tmp_path, BRANCH_LOOP) == [("TCL203", 15), ("TCL204", 10)]
     assert compiler_breaks(BRANCH_LOOP, "split", "(torch.ones(2, 2), torch.tensor([1, 2]))") == [10]
     assert compiler_breaks(BRANCH_LOOP, "split", "(torch.ones(2), torch.tensor([1, 2]))") == [15]
+
+
+def test_show_hidden_reports_them_as_warnings_that_name_the_earlier_break(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(MASKED))
+    result = run([str(path)], Config(torch_version="2.13", show_hidden=True), jobs=1)
+    hidden = {f.line: f for f in result.findings if "hidden today" in f.note}
+    assert sorted(hidden) == [25, 26, 36, 42, 56]
+    assert "the break at line 23 makes Dynamo run Model.forward() eagerly before it" in hidden[25].note
+    assert {f.severity for f in hidden.values()} == {"warning"}
