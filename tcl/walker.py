@@ -345,10 +345,11 @@ class FunctionWalker(cst.CSTVisitor):
     def _note_skip(self, rule, candidate: "Candidate | None") -> None:
         """Record a default-mode break here (`rule`, or None for a call into a helper that
         breaks) if it makes Dynamo skip the whole frame when it runs: the walk is in a for/while
-        body, a try body or a with block Dynamo cannot re-enter. Measured on 2.13: the frame then
-        runs eagerly -- also for a loop's break in another loop before or after a size-dependent
-        one, or inside a helper the block calls -- so it compiles once whatever the sizes, and
-        a later break in it logs nothing; a break in `with torch.no_grad():` resumes after it.
+        body, a try body, or the header or block of a with Dynamo cannot re-enter. Measured on
+        2.13: the frame then runs eagerly -- also for a loop's break in another loop before or
+        after a size-dependent one, or inside a helper the block calls -- so it compiles once
+        whatever the sizes, and a later break in it logs nothing; a break in `with
+        torch.no_grad():` resumes after it.
         Whenever the innermost block that holds it on a plain path runs (the function body, an
         `if` body, a handler: only such blocks and `if` tests between), the frame runs
         eagerly: the later breaks of that block are hidden (`report`) and its recompile
@@ -365,7 +366,10 @@ class FunctionWalker(cst.CSTVisitor):
                 in_block, plain = True, True
             elif isinstance(ancestor, cst.Try) and child is ancestor.body:
                 in_block, plain = True, True
-            elif isinstance(ancestor, cst.With) and child is ancestor.body:
+            elif isinstance(ancestor, cst.With):
+                # Its block, or its header: entering a context manager Dynamo cannot trace
+                # breaks there and skips the frame too (measured on 2.13: a threading lock,
+                # cudnn.flags, fork_rng, detect_anomaly; nothing after the `with` is traced).
                 in_block, plain = in_block or not self._resumable(ancestor), True
             elif isinstance(ancestor, cst.For):
                 plain = child is ancestor.iter  # the else: clause runs only sometimes

@@ -369,3 +369,27 @@ def test_show_hidden_reports_them_as_warnings_that_name_the_earlier_break(tmp_pa
     assert sorted(hidden) == [25, 26, 36, 42, 56]
     assert "the break at line 23 makes Dynamo run Model.forward() eagerly before it" in hidden[25].note
     assert {f.severity for f in hidden.values()} == {"warning"}
+
+
+# Entering a context manager Dynamo cannot trace breaks at the `with` and skips the frame.
+LOCKED = """
+    import threading
+
+    import torch
+
+    lock = threading.Lock()
+
+
+    @torch.compile
+    def locked(x):
+        x = x + 1
+        with lock:
+            x = x * 2
+        print("after")
+        return x.sum().item()
+"""
+
+
+def test_an_untraceable_context_manager_hides_what_follows(tmp_path):
+    assert check(tmp_path, LOCKED) == [("TCL411", 12)]
+    assert compiler_breaks(LOCKED, "locked", "(torch.ones(3),)") == [12]
