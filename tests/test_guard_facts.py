@@ -393,3 +393,38 @@ LOCKED = """
 def test_an_untraceable_context_manager_hides_what_follows(tmp_path):
     assert check(tmp_path, LOCKED) == [("TCL411", 12)]
     assert compiler_breaks(LOCKED, "locked", "(torch.ones(3),)") == [12]
+
+
+RESUMED = """
+    import contextlib
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+    def in_context(x):
+        with {context}:
+            print("inside")
+        return x.sum().item()
+
+
+    step = torch.compile(in_context)
+"""
+
+
+@pytest.mark.parametrize("context", [
+    "torch.no_grad()", "torch.enable_grad()", "torch.set_grad_enabled(False)", "torch.inference_mode()",
+    "torch.autocast('cpu')", "torch.amp.autocast('cpu')", "contextlib.nullcontext()",
+    "sdpa_kernel(SDPBackend.MATH)", "torch.profiler.record_function('r')",
+])
+def test_a_break_in_a_context_dynamo_resumes_in_hides_nothing(tmp_path, context):
+    source = RESUMED.replace("{context}", context)
+    assert check(tmp_path, source) == [("TCL101", 10), ("TCL203", 11)]
+    assert compiler_breaks(source, "in_context", "(torch.ones(3),)") == [10, 11]
+
+
+def test_a_break_in_a_device_context_skips_the_frame(tmp_path):
+    source = RESUMED.replace("{context}", "torch.device('cpu')")
+    assert check(tmp_path, source) == [("TCL101", 10)]
+    # Dynamo names the `with` line for the print's break; the .item() after it is never traced.
+    assert compiler_breaks(source, "in_context", "(torch.ones(3),)") == [9]
