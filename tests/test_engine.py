@@ -433,9 +433,10 @@ def test_calls_through_a_dispatch_table_follow_every_entry(tmp_path):
         [sys.executable, "-m", "tcl", "check", "--no-config", "--format", "flake8", "pkg"], capture_output=True, text=True, cwd=tmp_path
     )
     lines = result.stdout.splitlines()
-    assert [line.split(" ")[:2] for line in lines] == [
-        ["pkg/loss/ctc.py:5:10:", "TCL411"], ["pkg/loss/ctc.py:6:31:", "TCL301"],
-    ]
+    # Entering cudnn.flags breaks and skips the frame: the masked_select inside is hidden
+    # behind it (measured on 2.13, tests/test_guard_facts.py).
+    assert [line.split(" ")[:2] for line in lines] == [["pkg/loss/ctc.py:5:10:", "TCL411"]]
+    assert "1 later break in it shows once this one is fixed" in lines[0]
     assert all("(in ctc_loss, reached from Direct.forward, Model.forward)" in line for line in lines)
 
 
