@@ -12,6 +12,7 @@ import libcst as cst
 
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
+from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
@@ -38,33 +39,6 @@ COMPILING_FALSE = frozenset({
 })
 AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
 # Code under these runs on some calls only (or Dynamo skips the frame when it breaks there).
-_CONDITIONAL = (
-    cst.While, cst.Try, cst.With, cst.FunctionDef, cst.Lambda, cst.CompFor, cst.ListComp,
-    cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Match,
-)
-# Context managers Dynamo can resume a break inside (it knows how to re-enter them).
-# Measured on 2.13 (tests/test_guard_facts.py): a break inside these resumes after it, and so
-# does one in nullcontext, sdpa_kernel and record_function; one in `with torch.device(...)`
-# skips the frame.
-RESUMABLE_CONTEXTS = frozenset({
-    "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
-    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
-    "contextlib.nullcontext", "torch.nn.attention.sdpa_kernel", "torch.profiler.record_function",
-    "torch.autograd.profiler.record_function",
-})
-
-
-def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
-    """id(node) -> its parent, for every node under `root`."""
-    parents, stack = {}, [root]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            parents[id(child)] = node
-            stack.append(child)
-    return parents
-
-
 @dataclass
 class Candidate:
     """A finding before positions are known (they are computed only for files that have one)."""
@@ -84,10 +58,10 @@ class Candidate:
     # The rules of those breaks (None: a call into a helper that breaks): a Dynamo setting that
     # removes every one of them leaves the frame compiled.
     eager_frame: tuple = ()
-    # A break that comes after such a frame-skipping break in the same frame (source order):
-    # Dynamo never reaches it while the earlier one stands (measured on 2.13: the frame runs
-    # eagerly, and a later `.item()` logs no break). The rules of the earlier breaks, as in
-    # eager_frame; `masked_at` is the first of them (None: a call into a helper that breaks).
+    # A break that comes after such a frame-skipping break in the block that holds it
+    # (tcl/frame_skips.py): Dynamo never reaches it while the earlier one stands. The rules of
+    # the earlier breaks, as in eager_frame; `masked_at` is the first of them (None: a call into
+    # a helper that breaks).
     masked_by: tuple = ()
     masked_at: "Candidate | None" = None
     # Found in a nested def or lambda: it runs in whichever frame calls it (a forward hook runs
@@ -349,48 +323,13 @@ class FunctionWalker(cst.CSTVisitor):
 
     def _note_skip(self, rule, candidate: "Candidate | None") -> None:
         """Record a default-mode break here (`rule`, or None for a call into a helper that
-        breaks) if it makes Dynamo skip the whole frame when it runs: the walk is in a for/while
-        body, a try body, or the header or block of a with Dynamo cannot re-enter. Measured on
-        2.13: the frame then runs eagerly -- also for a loop's break in another loop before or
-        after a size-dependent one, or inside a helper the block calls -- so it compiles once
-        whatever the sizes, and a later break in it logs nothing; a break in `with
-        torch.no_grad():` resumes after it.
-        Whenever the innermost block that holds it on a plain path runs (the function body, an
-        `if` body, a handler: only such blocks and `if` tests between), the frame runs
-        eagerly: the later breaks of that block are hidden (`report`) and its recompile
-        hazards never recompile (`run`)."""
+        breaks) if it makes Dynamo skip the frame (tcl/frame_skips.py), with the block whose
+        later breaks it hides (`report`) and whose recompile hazards never recompile (`run`)."""
         if self._exited:
             return  # an earlier return / break / continue may leave before it
-        in_block, scope = False, None
-        stack = self.stack
-        for i in range(len(stack) - 2, -1, -1):
-            ancestor, child = stack[i], stack[i + 1]
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-                return  # a nested function: another frame
-            if isinstance(ancestor, (cst.For, cst.While)) and child is ancestor.body:
-                in_block, plain = True, True
-            elif isinstance(ancestor, cst.Try) and child is ancestor.body:
-                in_block, plain = True, True
-            elif isinstance(ancestor, cst.With):
-                # Its block, or its header: entering a context manager Dynamo cannot trace
-                # breaks there and skips the frame too (measured on 2.13: a threading lock,
-                # cudnn.flags, fork_rng, detect_anomaly; nothing after the `with` is traced).
-                in_block, plain = in_block or not self._resumable(ancestor), True
-            elif isinstance(ancestor, cst.For):
-                plain = child is ancestor.iter  # the else: clause runs only sometimes
-            elif isinstance(ancestor, cst.While):
-                plain = child is ancestor.test
-            elif isinstance(ancestor, (cst.If, cst.IfExp)):
-                plain = child is ancestor.test
-            elif isinstance(ancestor, cst.BooleanOperation):
-                plain = child is not ancestor.right
-            else:
-                plain = not isinstance(ancestor, _CONDITIONAL)
-            if not plain and scope is None:
-                scope = child
-        if not in_block:
-            return
-        self._skips.append((rule, scope, candidate))
+        skips, scope = skip_scope(self.stack, self._resumable)
+        if skips:
+            self._skips.append((rule, scope, candidate))
 
     def _unconditional(self, node: cst.CSTNode) -> bool:
         """Whether every call of the function reaches `node` (the walk is at `node`): only `if`
@@ -420,12 +359,8 @@ class FunctionWalker(cst.CSTVisitor):
         # recompiles: whenever that block runs, the whole frame runs eagerly. (Some recompile
         # rules report once at the body about a node deep in it: its ancestors are looked up.)
         if self._skips and self._recompile_hazards:
-            parents = _parents(self.function.node.body)
-            for candidate in self._recompile_hazards:
-                within, node = set(), candidate.node
-                while node is not None:
-                    within.add(id(node))
-                    node = parents.get(id(node))
+            hazards = self._recompile_hazards
+            for candidate, within in zip(hazards, ancestor_ids(self.function.node.body, [c.node for c in hazards])):
                 rules = [rule for rule, scope, _ in self._skips if scope is None or id(scope) in within]
                 if rules:
                     candidate.eager_frame = tuple(dict.fromkeys(rules))
