@@ -28,6 +28,20 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         return None
 def stub(*names):
     sys.meta_path.insert(0, _StubFinder(names))
+class _MissingFinder(importlib.abc.MetaPathFinder):
+    """Last on sys.meta_path: a stub for a module no other finder finds (not installed) when
+    the code importing it belongs to `importer` (its optional dependencies, not torch's)."""
+    def __init__(self, importer): self.importer = importer
+    def find_spec(self, name, path, target=None):
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith(("importlib", "_frozen_importlib")):
+            frame = frame.f_back
+        caller = frame.f_globals.get("__name__", "") if frame is not None else ""
+        if caller == self.importer or caller.startswith(self.importer + "."):
+            return importlib.machinery.ModuleSpec(name, _StubLoader(), is_package=True)
+        return None
+def stub_missing(importer):
+    sys.meta_path.append(_MissingFinder(importer))
 
 # ---- log collection
 _records = []

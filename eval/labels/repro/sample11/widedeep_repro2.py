@@ -1,7 +1,7 @@
 # ModelFuser projection path again, printing the innermost part of the break's user stack
 import torch, torch.nn as nn
-from util import stub, breaks
-stub("gensim", "spacy", "cv2", "torchvision", "torchmetrics", "transformers", "sklearn", "pandas")
+from util import stub_missing, breaks
+stub_missing("pytorch_widedeep")
 from pytorch_widedeep.models.model_fusion import ModelFuser
 class Comp(nn.Module):
     def __init__(self, i, o): super().__init__(); self.l = nn.Linear(i, o); self.output_dim = o
