@@ -39,12 +39,9 @@ _LOOPS_AND_TRIES = (ast.For, ast.AsyncFor, ast.While, ast.Try) + ((ast.TryStar,)
 
 
 def _resumable_names() -> frozenset:
-    try:
-        from ..frame_skips import RESUMABLE_CONTEXTS
-    except Exception:  # noqa: BLE001 -- the static analyzer unavailable: keep a copy
-        RESUMABLE_CONTEXTS = frozenset({"torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled",
-                                        "torch.inference_mode", "torch.autocast", "torch.amp.autocast"})
-    return frozenset(RESUMABLE_CONTEXTS) | {name.rsplit(".", 1)[-1] for name in RESUMABLE_CONTEXTS}
+    from ..frame_skips import RESUMABLE_CONTEXTS  # libcst, which it needs, is tcl's one dependency
+
+    return RESUMABLE_CONTEXTS | {name.rsplit(".", 1)[-1] for name in RESUMABLE_CONTEXTS}
 
 
 class FileShape:
