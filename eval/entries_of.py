@@ -6,7 +6,8 @@ Builds each model (shape 0, as eval/worker.py does) and names the callable the w
 `torch.compile` with tcl.entry_recording.entry_of, the recorder's own function: an
 `nn.Module` as its class (`torchtune.modules.transformer:TransformerDecoder`), a bound method
 by its instance's class (`stable_baselines3.common.policies:ActorCriticPolicy.evaluate_actions`),
-a function of the corpus's builders by its qualified name (`corpus.zuko:_nll.<locals>.nll`).
+a function of the corpus's builders by its qualified name (`corpus.zuko:_nll.<locals>.nll`),
+with the classes of the objects its free variables hold (`opt` -> `torch_optimizer.adamp:AdamP`).
 run_eval.py's user-side scoring starts tcl from exactly these entries, with --follow-imports,
 over the builder files only (the "user code"), as a user who recorded their test run would.
 Run in a subprocess: building every model imports every library.
@@ -30,7 +31,7 @@ def main(out_path: str, names: list[str]) -> int:
     import torch
     from models import MODELS
 
-    from tcl.entry_recording import entry_of
+    from tcl.entry_recording import bindings_of, entry_of
 
     out = {}
     for name in names:
@@ -46,7 +47,9 @@ def main(out_path: str, names: list[str]) -> int:
             out[name] = {"problem": described}
         else:
             spec, file, line = described
-            out[name] = {"entry": spec, "file": file, "line": line}
+            # what the recorder keeps too: the classes of the objects its free variables hold
+            bindings = {k: [v] for k, v in bindings_of(target).items()}
+            out[name] = {"entry": spec, "file": file, "line": line, "bindings": bindings}
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(out, handle, indent=1, sort_keys=True)
     return 0

@@ -735,7 +735,9 @@ def user_entries(names, results_dir, reuse, python=None):
 
     path = os.path.join(results_dir, "entries.json")
     known = _load(path) if reuse and os.path.exists(path) else {}
-    todo = [n for n in names if n not in known or known[n].get("problem", "").startswith("build:")]
+    # an entry recorded before entries_of.py named free-variable classes is named again
+    todo = [n for n in names if n not in known or known[n].get("problem", "").startswith("build:")
+            or ("entry" in known[n] and "bindings" not in known[n])]
     if todo:
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=ROOT)
         subprocess.run([python or sys.executable, os.path.join(HERE, "entries_of.py"), path + ".part", *todo],
@@ -748,7 +750,8 @@ def user_entries(names, results_dir, reuse, python=None):
         files.add(os.path.realpath(inspect.getsourcefile(MODELS[name][2])))
         item = known.get(name, {})
         if "entry" in item:
-            specs.append(parse(item["entry"], f"entry of {name}", item.get("file")))
+            bindings = tuple((k, tuple(v)) for k, v in sorted(item.get("bindings", {}).items()))
+            specs.append(parse(item["entry"], f"entry of {name}", item.get("file"), bindings))
         else:
             problems.append((name, item.get("problem", "not recorded")))
     steps = os.path.join(HERE, "corpus", "_steps.py")

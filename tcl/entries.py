@@ -35,19 +35,23 @@ class EntrySpec:
     qualname: str
     origin: str  # where it was named: "--entry", "pyproject.toml", the recording's path
     file: str | None = None  # the defining file, when a recording knows it
+    # A recorded function's free variables and globals -> the classes their objects had when it
+    # ran (`(("opt", ("torch_optimizer.adamp:AdamP",)),)`): CallResolver reads `opt.step()` as
+    # those classes' step (tcl.entry_recording.bindings_of).
+    bindings: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def text(self) -> str:
         return f"{self.module}:{self.qualname}"
 
 
-def parse(text: str, origin: str, file: str | None = None) -> EntrySpec:
+def parse(text: str, origin: str, file: str | None = None, bindings=()) -> EntrySpec:
     text = text.strip()
     if not _SPEC.match(text):
         raise EntryError(f"{origin}: entry {text!r}: expected module.path:Name, module.path:Class.method "
                          f"or module.path:func.<locals>.inner")
     module, _, qualname = text.partition(":")
-    return EntrySpec(module, qualname, origin, file)
+    return EntrySpec(module, qualname, origin, file, tuple(bindings))
 
 
 def read_recorded(path: str) -> list[EntrySpec]:
@@ -64,8 +68,24 @@ def read_recorded(path: str) -> list[EntrySpec]:
         if not isinstance(item, dict) or not isinstance(item.get("entry"), str):
             raise EntryError(f"{path}: an entry without a spec: {str(item)[:60]}")
         file = item.get("file") if isinstance(item.get("file"), str) else None
-        specs.append(parse(item["entry"], path, file))
+        specs.append(parse(item["entry"], path, file, _bindings(item.get("bindings"))))
     return specs
+
+
+def _bindings(raw) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A recording's `{"opt": ["pkg.mod:Class", ...]}`, keeping only well-formed names and specs
+    (a hand-edited or older recording without them is fine)."""
+    if not isinstance(raw, dict):
+        return ()
+    out = []
+    for name in sorted(raw):
+        specs = raw[name]
+        if not (isinstance(name, str) and name.isidentifier() and isinstance(specs, list)):
+            continue
+        kept = tuple(s for s in specs if isinstance(s, str) and _SPEC.match(s) and "<locals>" not in s)
+        if kept:
+            out.append((name, kept))
+    return tuple(out)
 
 
 def configured(config) -> list[EntrySpec]:

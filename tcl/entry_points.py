@@ -58,6 +58,7 @@ class EntryPoints:
             for spec in declared:
                 found = entries_module.functions_named(self, index, spec.qualname)
                 entries.extend(found if isinstance(found, list) else ())
+                self.record_bindings(spec, found)
             return list(dict.fromkeys(entries))
         for cls in index.classes.values():
             if cls.is_module and "forward" in cls.methods:
@@ -79,6 +80,7 @@ class EntryPoints:
             found = entries_module.functions_named(self, index, spec.qualname)
             if isinstance(found, list):
                 entries.extend(f for f in found if not self._entry_of_other_file(f))
+            self.record_bindings(spec, found)
         return [f for f in dict.fromkeys(entries) if not f.is_disabled]
 
     def _compiled_object(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> FunctionInfo | None:

@@ -30,6 +30,7 @@ ENTRIES_FORMAT = "tcl-recorded-entries"
 ENTRIES_VERSION = 1
 MAX_TESTS = 5  # test ids kept per entry or problem
 _MAX_UNWRAP = 20  # partials of partials, compiled modules of compiled modules
+MAX_BINDINGS = 32  # free-variable classes kept per entry
 _READ_LIMIT = 64 << 20
 
 # --------------------------------------------------------------------------- naming a callable
@@ -56,6 +57,67 @@ def entry_of(target) -> tuple[str, str | None, int | None] | str:
     first decorator included, as `inspect` counts it."""
     named = describe(target)
     return named.why if isinstance(named, _Problem) else (named.spec, named.file, named.line)
+
+
+def bindings_of(target) -> dict[str, str]:
+    """The classes of the objects a compiled *function* reaches through its free variables
+    (closure cells) and the module globals its code names, as `{name: "module:Qual"}`: a
+    training step's `opt.step()` / `model(x)` / `loss_fn(...)` then resolves to exactly the
+    classes that ran, which a closure over `opt = make(params)` never says statically. Only
+    instances of importable classes count: no modules, functions, classes, tensors or builtin
+    values (int, list, dict, ...). Empty for modules and methods (their `self` is the entry)."""
+    function = _innermost(target)
+    if not inspect.isfunction(function):
+        return {}
+    function = _unwrapped(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return {}
+    values: dict[str, object] = {}
+    for name, cell in zip(code.co_freevars, function.__closure__ or ()):
+        try:
+            values[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the name was never bound
+            continue
+    namespace = getattr(function, "__globals__", {})
+    for name in _global_names(code):
+        if name not in values and name in namespace:
+            values[name] = namespace[name]
+    out: dict[str, str] = {}
+    for name in sorted(values):
+        spec = _instance_spec(values[name])
+        if spec is not None and len(out) < MAX_BINDINGS:
+            out[name] = spec
+    return out
+
+
+def _global_names(code) -> list[str]:
+    """Names a code object (and the code nested in it: lambdas, inner defs) may read as globals."""
+    names, stack, seen = [], [code], set()
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        names.extend(n for n in current.co_names if n not in names)
+        stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+    return names
+
+
+_PLAIN_TYPES = (int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset, type(None))
+
+
+def _instance_spec(value) -> str | None:
+    if isinstance(value, _PLAIN_TYPES) or isinstance(value, type) or inspect.ismodule(value) \
+            or inspect.isroutine(value) or isinstance(value, functools.partial):
+        return None
+    cls = type(value)
+    module, qualname = getattr(cls, "__module__", None), getattr(cls, "__qualname__", None)
+    if not isinstance(module, str) or module == "builtins" or module == "torch" or module.startswith("torch."):
+        return None  # torch's own classes (tensors, devices, dtypes): nothing tcl follows
+    if _unnamable(module, qualname):
+        return None
+    return f"{module}:{qualname}"
 
 
 def describe(target) -> _Named | _Problem:
@@ -337,6 +399,13 @@ class CompileRecorder:
                         item = self.entries[named.spec] = {"entry": named.spec, "file": named.file,
                                                            "line": named.line, "what": named.what,
                                                            "count": 0, "tests": []}
+                    bindings = bindings_of(target) if named.what == "function" else {}
+                    if bindings:  # every class a name held across the calls: one may differ per test
+                        kept = item.setdefault("bindings", {})
+                        for name, spec in bindings.items():
+                            specs = kept.setdefault(name, [])
+                            if spec not in specs and len(specs) < 8:
+                                specs.append(spec)
                     item["count"] += 1
                 if test and test not in item["tests"] and len(item["tests"]) < MAX_TESTS:
                     item["tests"].append(test)
@@ -368,7 +437,9 @@ class CompileRecorder:
     # -- the file -----------------------------------------------------------------------------
     def index(self) -> dict:
         with self._lock:
-            entries = [dict(e, tests=list(e["tests"])) for e in self.entries.values()]
+            entries = [dict(e, tests=list(e["tests"]), **({"bindings": {k: list(v) for k, v in e["bindings"].items()}}
+                                                          if "bindings" in e else {}))
+                       for e in self.entries.values()]
             problems = [dict(p, tests=list(p["tests"])) for p in self.problems.values()]
         return _document(self.torch_version, entries, problems)
 
@@ -470,13 +541,23 @@ def merge_entry_files(paths: list[str | os.PathLike], out: str | os.PathLike) ->
         part = read_entry_file(path)
         version = version or part.get("torch")
         for entry in part["entries"]:
-            kept = entries.setdefault(entry["entry"], dict(entry, count=0, tests=[]))
+            kept = entries.setdefault(entry["entry"], dict(entry, count=0, tests=[], bindings={}))
             kept["count"] += int(entry.get("count", 0))
             _join_tests(kept["tests"], entry.get("tests", []))
+            bindings = entry.get("bindings")
+            if isinstance(bindings, dict):
+                for name, specs in bindings.items():
+                    joined = kept["bindings"].setdefault(name, [])
+                    for spec in specs if isinstance(specs, list) else ():
+                        if isinstance(spec, str) and spec not in joined and len(joined) < 8:
+                            joined.append(spec)
         for problem in part["problems"]:
             key = (problem["what"], problem["why"])
             kept = problems.setdefault(key, dict(problem, tests=[]))
             _join_tests(kept["tests"], problem.get("tests", []))
+    for kept in entries.values():
+        if not kept.get("bindings"):
+            kept.pop("bindings", None)
     index = _document(version, list(entries.values()), list(problems.values()))
     write_entry_file(out, index)
     return index

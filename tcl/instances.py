@@ -48,6 +48,34 @@ class InstanceResolver:
         self._arguments_in_progress: set[tuple] = set()  # parameters being bound from call sites
         self._bound_methods: dict[tuple, FunctionInfo] = {}  # CallResolver.bind's copies
         self._candidates: dict[tuple, list] = {}  # CallResolver._candidate_targets
+        # def node id -> {free variable or global: [class spec]} of a recorded entry (record_bindings)
+        self._recorded_bindings: dict[int, dict[str, tuple[str, ...]]] = {}
+
+    def record_bindings(self, spec, found) -> None:
+        """Keep what a recorded entry's free variables held when it ran (EntrySpec.bindings) for
+        the functions `found` it names: `_binding` answers those names with these classes."""
+        if not spec.bindings or not isinstance(found, list):
+            return
+        for function in found:
+            if function.node is None:
+                continue
+            # one nested def run by several tests (a training step over different optimizers):
+            # every class any of them saw
+            kept = self._recorded_bindings.setdefault(id(function.node), {})
+            for name, specs in spec.bindings:
+                kept[name] = tuple(dict.fromkeys([*kept.get(name, ()), *specs]))
+
+    def recorded_classes(self, scope: FunctionInfo, name: str) -> list[ClassInfo]:
+        """The classes the recorded entry `scope` saw `name` (a name it does not bind itself)
+        hold, that the analysis can read (checked files, installed packages with
+        --follow-imports); [] when nothing was recorded for it."""
+        specs = self._recorded_bindings.get(id(scope.node), {}).get(name, ())
+        out = []
+        for spec in specs:
+            found = self.project.find(spec.replace(":", "."))
+            if isinstance(found, ClassInfo) and found not in out:
+                out.append(found)
+        return out
 
     def instance_class(self, expr: cst.BaseExpression, function: FunctionInfo | None,
                        index: ModuleIndex, depth: int = 0) -> ClassInfo | None:
@@ -342,6 +370,10 @@ class InstanceResolver:
         scope = function
         while scope is not None:
             bound = _function_binding(scope.node, name)
+            if bound is None and self._recorded_bindings:
+                recorded = self.recorded_classes(scope, name)
+                if recorded:  # a recorded entry's free variable: the class it held at run time
+                    return recorded[0], scope, scope.index
             if bound is not None:
                 kind, value = bound
                 if kind == "annotation":
@@ -480,6 +512,10 @@ class InstanceResolver:
             bound = _function_binding(scope.node, expr.value)
             if bound is not None:
                 break
+            if self._recorded_bindings:
+                recorded = self.recorded_classes(scope, expr.value)
+                if recorded:  # every class a recorded entry's free variable held
+                    return recorded
             scope = scope.enclosing
         if scope is None:
             return []

@@ -19,7 +19,7 @@ import pytest
 
 from tcl import entry_recording
 from tcl.entry_recording import (
-    CompileRecorder, entry_of, merge_entry_files, read_entry_file, record_entries, write_entry_file,
+    CompileRecorder, bindings_of, entry_of, merge_entry_files, read_entry_file, record_entries, write_entry_file,
 )
 from tcl.safe_files import Refused
 
@@ -245,6 +245,51 @@ def test_recorder_records_every_form_once_with_counts_and_tests(tmp_path, monkey
     assert data["problems"] == []
 
 
+STEPS = textwrap.dedent('''\
+    import torch
+    import tclent_models
+
+    SHARED = tclent_models.Scaler(3)
+    LIMIT = 4
+
+
+    def uses_global(x):
+        return SHARED(x) * LIMIT
+''')
+
+
+def test_bindings_name_the_classes_free_variables_and_globals_held(tmp_path, monkeypatch, models):
+    m, _ = models
+    steps, _ = _import(tmp_path, monkeypatch, "tclent_steps", STEPS)
+    net, scaler, count, weight = m.Sub(), m.Scaler(2.0), 3, torch.ones(1)
+
+    def step(x):
+        return net(scaler(x)) * count + weight + torch.ones(1) + len([m.step])
+
+    # instances of importable classes only: no int, tensor, module (torch, m) or function
+    assert bindings_of(step) == {"net": "tclent_models:Sub", "scaler": "tclent_models:Scaler"}
+    assert bindings_of(steps.uses_global) == {"SHARED": "tclent_models:Scaler"}  # a global it reads
+    assert bindings_of(functools.partial(step)) == bindings_of(step)
+    assert bindings_of(m.Sub()) == {} and bindings_of(m.Sub().helper) == {}  # `self` is the entry
+
+    out = tmp_path / "rec.json"
+    with record_entries(out):
+        torch.compile(step, backend="eager")
+        other = m.Base()
+
+        def step(x):  # the same qualname, another class held: both are kept
+            return net(x) + other(x)
+
+        torch.compile(step, backend="eager")
+        torch.compile(m.Sub(), backend="eager")
+    entries = {e["entry"]: e for e in json.loads(out.read_text())["entries"]}
+    recorded = entries[f"{__name__}:test_bindings_name_the_classes_free_variables_and_globals_held.<locals>.step"]
+    assert recorded["bindings"] == {"net": ["tclent_models:Sub"], "other": ["tclent_models:Base"],
+                                    "scaler": ["tclent_models:Scaler"]}
+    assert "bindings" not in entries["tclent_models:Sub"]
+    sys.modules.pop("tclent_steps", None)
+
+
 def test_the_file_format(tmp_path, models):
     m, path = models
     out = tmp_path / "entries.json"
@@ -336,12 +381,14 @@ def test_merge_of_worker_parts(tmp_path):
     write_entry_file(tmp_path / "p.gw0.part", entry_recording._document(
         "2.13", [entry("m:b", 2, ["a::1", "a::2", "a::3"]), entry("m:a", 1, [])], [problem]))
     write_entry_file(tmp_path / "p.gw1.part", entry_recording._document(
-        "2.13", [entry("m:b", 3, ["a::3", "b::1", "b::2", "b::3"])], [dict(problem, tests=["b::9"])]))
+        "2.13", [dict(entry("m:b", 3, ["a::3", "b::1", "b::2", "b::3"]), bindings={"opt": ["m:Adam"]})],
+        [dict(problem, tests=["b::9"])]))
     merged = merge_entry_files([tmp_path / "p.gw0.part", tmp_path / "p.gw1.part"], tmp_path / "all.json")
     assert merged == read_entry_file(tmp_path / "all.json")
     assert merged["torch"] == "2.13"
     assert [(e["entry"], e["count"], e["tests"]) for e in merged["entries"]] == [
         ("m:a", 1, []), ("m:b", 5, ["a::1", "a::2", "a::3", "b::1", "b::2"])]
+    assert [e.get("bindings") for e in merged["entries"]] == [None, {"opt": ["m:Adam"]}]  # joined per name
     assert merged["problems"] == [dict(problem, tests=["a::1", "b::9"])]
 
 

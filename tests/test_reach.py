@@ -758,3 +758,39 @@ def test_a_loop_over_a_built_up_module_list_runs_every_element(tmp_path, monkeyp
     assert [(f.code, f.library) for f in findings] == [("TCL201", "layerlib/__init__.py:17:12")]
     assert set(_compiler_lines(textwrap.dedent(LAYERS) + "\n\ndef run(x):\n    return Encoder(2)(x)\n", "run",
                                "(torch.full((1, 2, 3), 20.0),)")) >= {17}
+
+
+def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_packages):
+    """A training step over `opt = make(...)` and `loss_fn = build(...)`: nothing static says what
+    they are; the recording names the classes they held when the step ran (EntrySpec.bindings),
+    so the step's calls reach those classes' methods in the installed package."""
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+
+        def build(make, make_loss):
+            sampler = make()
+            loss_fn = make_loss()
+
+            def step(x):
+                return sampler.sample(x), loss_fn(x)
+
+            return step
+    """)
+    recording = tmp_path / "proj" / "rec.json"
+    entry = {"entry": "train:build.<locals>.step", "file": str(user), "line": 8, "what": "function",
+             "count": 1, "tests": []}
+    document = {"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0", "entries": [entry],
+                "problems": []}
+    recording.write_text(json.dumps(document))
+    findings, errors = check([user], follow_imports=True, recorded_entries=str(recording))
+    assert not errors and findings == []  # without bindings the names lead nowhere
+
+    entry["bindings"] = {"sampler": ["fakelib.models:Sampler"], "loss_fn": ["fakelib.models:ItemLoss"],
+                         "bad name": ["x:Y"], "junk": "not a list"}
+    recording.write_text(json.dumps(document))
+    findings, errors = check([user], follow_imports=True, recorded_entries=str(recording))
+    assert not errors
+    by_code = {f.code: f for f in findings}
+    assert by_code["TCL205"].library == "fakelib/models.py:16:16"  # Sampler.sample's .tolist()
+    assert by_code["TCL203"].library == "fakelib/models.py:27:16"  # ItemLoss.compute's .item()
+    assert {f.line for f in findings} == {9}  # both at the step's call line
