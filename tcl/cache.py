@@ -132,6 +132,8 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         getattr(config, "show_hidden", False),
         sorted(spec.text for spec in getattr(analyzer, "entry_specs", ())),
         sorted({spec.file or "" for spec in getattr(analyzer, "entry_specs", ())}),
+        # a re-recording whose closures held other classes reaches other code
+        sorted(repr(spec.bindings) for spec in getattr(analyzer, "entry_specs", ()) if spec.bindings),
     )[:24]
 
 

@@ -794,3 +794,29 @@ def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_
     assert by_code["TCL205"].library == "fakelib/models.py:16:16"  # Sampler.sample's .tolist()
     assert by_code["TCL203"].library == "fakelib/models.py:27:16"  # ItemLoss.compute's .item()
     assert {f.line for f in findings} == {9}  # both at the step's call line
+
+
+def test_a_rerecording_with_other_classes_is_not_served_from_the_cache(tmp_path, site_packages, capsys,
+                                                                      monkeypatch):
+    user = write(tmp_path / "proj", "train.py", """
+        def build(make):
+            sampler = make()
+
+            def step(x):
+                return sampler.sample(x)
+
+            return step
+    """)
+    recording = tmp_path / "proj" / "rec.json"
+    entry = {"entry": "train:build.<locals>.step", "file": str(user), "line": 5, "what": "function",
+             "count": 1, "tests": []}
+    document = {"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0", "entries": [entry],
+                "problems": []}
+    monkeypatch.chdir(tmp_path / "proj")
+    argv = ["check", "train.py", "--follow-imports", "--recorded-entries", str(recording),
+            "--torch-version", "2.13", "--cache-dir", str(tmp_path / "cache")]
+    recording.write_text(json.dumps(document))
+    assert main(argv) == 0 and "TCL205" not in capsys.readouterr().out
+    entry["bindings"] = {"sampler": ["fakelib.models:Sampler"]}
+    recording.write_text(json.dumps(document))
+    assert main(argv) == 1 and "train.py:6:16: TCL205" in capsys.readouterr().out
