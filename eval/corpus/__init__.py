@@ -19,7 +19,9 @@ tuned on "dev" only; "heldout" is read only to measure (docs/accuracy.md reports
 "heldout2" is a second held-back part, added in session 7 and built by someone who never read
 tcl's findings on it (eight further libraries); like "heldout" it is only measured, scored
 apart from the other splits.  "heldout3" is a third held-back part of eight more libraries, built
-the same way in session 9 by someone who never read tcl's findings on it.
+the same way in session 9 by someone who never read tcl's findings on it.  "dev2" is a second
+development part of five more libraries, added in session 12: tcl may be tuned on it too, but it is
+scored apart from "dev" so that dev's figures stay comparable with earlier sessions'.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ SPLITS = {
     "auraloss": "dev",         # audio losses
     "lion": "dev",             # lion-pytorch: the Lion optimizer's step
     "ema": "dev",              # ema-pytorch: weight moving averages
+    # dev2: tune here too, scored apart from dev (added in session 12)
+    "nflows": "dev2",          # nflows: MAF, RealNVP, spline and conditional flows, sampling
+    "torchkbnufft": "dev2",    # torchkbnufft: non-uniform FFT forward / adjoint, Toeplitz, density compensation
+    "demucs": "dev2",          # demucs: Demucs / HDemucs / HTDemucs source separation on short clips
+    "torchani": "dev2",        # torchani: AEV computer, ANI networks, energies and forces
+    "pykeen": "dev2",          # pykeen: knowledge-graph embedding models' scoring and training losses
     # heldout: measure only
     "piq": "heldout",          # image quality metrics and losses
     "peft": "heldout",         # adapters (LoRA, ...) over transformers models
