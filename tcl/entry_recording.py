@@ -30,7 +30,8 @@ ENTRIES_FORMAT = "tcl-recorded-entries"
 ENTRIES_VERSION = 1
 MAX_TESTS = 5  # test ids kept per entry or problem
 _MAX_UNWRAP = 20  # partials of partials, compiled modules of compiled modules
-MAX_BINDINGS = 32  # free-variable classes kept per entry
+MAX_BINDINGS = 32  # free-variable names kept per entry
+MAX_CLASSES_PER_NAME = 8  # classes one name held across the calls
 _READ_LIMIT = 64 << 20
 
 # --------------------------------------------------------------------------- naming a callable
@@ -404,7 +405,7 @@ class CompileRecorder:
                         kept = item.setdefault("bindings", {})
                         for name, spec in bindings.items():
                             specs = kept.setdefault(name, [])
-                            if spec not in specs and len(specs) < 8:
+                            if spec not in specs and len(specs) < MAX_CLASSES_PER_NAME:
                                 specs.append(spec)
                     item["count"] += 1
                 if test and test not in item["tests"] and len(item["tests"]) < MAX_TESTS:
@@ -437,9 +438,12 @@ class CompileRecorder:
     # -- the file -----------------------------------------------------------------------------
     def index(self) -> dict:
         with self._lock:
-            entries = [dict(e, tests=list(e["tests"]), **({"bindings": {k: list(v) for k, v in e["bindings"].items()}}
-                                                          if "bindings" in e else {}))
-                       for e in self.entries.values()]
+            entries = []
+            for entry in self.entries.values():
+                copy = dict(entry, tests=list(entry["tests"]))
+                if "bindings" in entry:
+                    copy["bindings"] = {name: list(specs) for name, specs in entry["bindings"].items()}
+                entries.append(copy)
             problems = [dict(p, tests=list(p["tests"])) for p in self.problems.values()]
         return _document(self.torch_version, entries, problems)
 
@@ -549,7 +553,7 @@ def merge_entry_files(paths: list[str | os.PathLike], out: str | os.PathLike) ->
                 for name, specs in bindings.items():
                     joined = kept["bindings"].setdefault(name, [])
                     for spec in specs if isinstance(specs, list) else ():
-                        if isinstance(spec, str) and spec not in joined and len(joined) < 8:
+                        if isinstance(spec, str) and spec not in joined and len(joined) < MAX_CLASSES_PER_NAME:
                             joined.append(spec)
         for problem in part["problems"]:
             key = (problem["what"], problem["why"])
