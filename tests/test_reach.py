@@ -760,6 +760,16 @@ def test_a_loop_over_a_built_up_module_list_runs_every_element(tmp_path, monkeyp
                                "(torch.full((1, 2, 3), 20.0),)")) >= {17}
 
 
+def write_step_recording(path, user, line, bindings=None):
+    """A recording of one compiled nested def, `train:build.<locals>.step`, with `bindings`."""
+    entry = {"entry": "train:build.<locals>.step", "file": str(user), "line": line, "what": "function",
+             "count": 1, "tests": []}
+    if bindings is not None:
+        entry["bindings"] = bindings
+    path.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
+                                "entries": [entry], "problems": []}))
+
+
 def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_packages):
     """A training step over `opt = make(...)` and `loss_fn = build(...)`: nothing static says what
     they are; the recording names the classes they held when the step ran (EntrySpec.bindings),
@@ -777,17 +787,13 @@ def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_
             return step
     """)
     recording = tmp_path / "proj" / "rec.json"
-    entry = {"entry": "train:build.<locals>.step", "file": str(user), "line": 8, "what": "function",
-             "count": 1, "tests": []}
-    document = {"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0", "entries": [entry],
-                "problems": []}
-    recording.write_text(json.dumps(document))
+    write_step_recording(recording, user, 8)
     findings, errors = check([user], follow_imports=True, recorded_entries=str(recording))
     assert not errors and findings == []  # without bindings the names lead nowhere
 
-    entry["bindings"] = {"sampler": ["fakelib.models:Sampler"], "loss_fn": ["fakelib.models:ItemLoss"],
-                         "bad name": ["x:Y"], "junk": "not a list"}
-    recording.write_text(json.dumps(document))
+    write_step_recording(recording, user, 8, {"sampler": ["fakelib.models:Sampler"],
+                                             "loss_fn": ["fakelib.models:ItemLoss"],
+                                             "bad name": ["x:Y"], "junk": "not a list"})
     findings, errors = check([user], follow_imports=True, recorded_entries=str(recording))
     assert not errors
     by_code = {f.code: f for f in findings}
@@ -808,15 +814,10 @@ def test_a_rerecording_with_other_classes_is_not_served_from_the_cache(tmp_path,
             return step
     """)
     recording = tmp_path / "proj" / "rec.json"
-    entry = {"entry": "train:build.<locals>.step", "file": str(user), "line": 5, "what": "function",
-             "count": 1, "tests": []}
-    document = {"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0", "entries": [entry],
-                "problems": []}
     monkeypatch.chdir(tmp_path / "proj")
     argv = ["check", "train.py", "--follow-imports", "--recorded-entries", str(recording),
             "--torch-version", "2.13", "--cache-dir", str(tmp_path / "cache")]
-    recording.write_text(json.dumps(document))
+    write_step_recording(recording, user, 5)
     assert main(argv) == 0 and "TCL205" not in capsys.readouterr().out
-    entry["bindings"] = {"sampler": ["fakelib.models:Sampler"]}
-    recording.write_text(json.dumps(document))
+    write_step_recording(recording, user, 5, {"sampler": ["fakelib.models:Sampler"]})
     assert main(argv) == 1 and "train.py:6:16: TCL205" in capsys.readouterr().out
