@@ -7,7 +7,8 @@ Two more questions cover indirect calls: `dispatch_targets` (a call through a mo
 dict of functions, or a property returning `TABLE[key]`: every entry may run) and
 `override_targets` (`self.m()` in a base class runs the overrides of its subclasses across the
 tree, found by name in the project scan and loaded only where a subclass defines `m`; and
-`self.attr(...)` where `__init__` bound the attribute to `self.method`). Two kinds of call
+`self.attr(...)` where `__init__` bound the attribute to `self.method`; and `fn(...)` where the
+def binds `fn` to different functions in different branches: `rebound_function_values`). Two kinds of call
 choose their target at run time and are answered with every target that fits: `F.apply(...)` of
 a torch.autograd.Function runs its forward (`resolve_call`, `ctx` left out of the arguments) and
 its backward (`override_targets`), both of which Dynamo traces; `getattr(self, "{}_reduction".
@@ -24,7 +25,7 @@ import re
 
 import libcst as cst
 
-from .instances import InstanceResolver, _function_binding, _returned_values
+from .instances import InstanceResolver, _bindings, _function_binding, _returned_values, _statements
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .project import module_name_of
 
@@ -97,6 +98,32 @@ class CallResolver(InstanceResolver):
                     targets.append(function)
         return targets
 
+    def rebound_function_values(self, name: cst.Name, caller: FunctionInfo) -> list[FunctionInfo]:
+        """Every function a local name may hold when the def binds it more than once or
+        through a conditional expression: `spline_fn = rational_quadratic_spline` in one branch,
+        `spline_fn = unconstrained_rational_quadratic_spline` in another (nflows). resolve_call
+        answers with the first binding only; the option picks the other at run time."""
+        kind, _ = _bindings(caller.node).get(name.value, (None, None))
+        if kind != "value":
+            return []
+        values = []
+        for stmt in _statements(caller.node.body):
+            if isinstance(stmt, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name.value for t in stmt.targets):
+                values.append(stmt.value)
+        found: list[FunctionInfo] = []
+        while values:
+            value = values.pop(0)
+            if isinstance(value, cst.IfExp):
+                values[:0] = [value.body, value.orelse]
+                continue
+            if not isinstance(value, (cst.Name, cst.Attribute)):
+                continue
+            function = self.function_value(value, caller, caller.index)
+            if function is not None and function not in found:
+                found.append(function)
+        return found if len(found) > 1 else []
+
     MAX_OVERRIDES = 64
 
     def override_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
@@ -115,6 +142,10 @@ class CallResolver(InstanceResolver):
                 return [backward] if backward is not None else []
         others = self._candidate_targets(call, caller)
         if others is not None:
+            if isinstance(func, cst.Name):  # `spline_fn(...)`, bound to one of several functions
+                first = self.resolve_call(call, caller)
+                others = others + [f for f in self.rebound_function_values(func, caller)
+                                   if f is not first and f not in others and not f.is_disabled]
             return others
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == "self" and owner is not None and owner.index is not None):

@@ -210,8 +210,14 @@ def _index_statement(stmt: cst.CSTNode, top: cst.CSTNode, index: ModuleIndex) ->
             _index_statement(inner, top, index)
 
 
+def _unsubscripted(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.value if isinstance(node, cst.Subscript) else node
+
+
 def _index_class(node: cst.ClassDef, top: cst.CSTNode, index: ModuleIndex) -> None:
-    bases = tuple(canonical(index.imports.qualify(arg.value, index.local_defs)) or "" for arg in node.bases)
+    # A generic base, `Interaction[A, B]`, is the class itself for the hierarchy.
+    bases = tuple(canonical(index.imports.qualify(_unsubscripted(arg.value), index.local_defs)) or ""
+                  for arg in node.bases)
     info = ClassInfo(node.name.value, node, bases)
     index.classes[info.name] = info
     for stmt in node.body.body:

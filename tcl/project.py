@@ -67,6 +67,8 @@ class _ClassHeaders(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def _qualify(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Subscript):  # a generic base, `Interaction[A, B]`: the class itself
+            node = node.value
         parts = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)

@@ -653,6 +653,52 @@ BOUND_METHOD_ARGUMENT = """
             return x * decay
 """
 
+GENERIC_BASE = """
+    from typing import Generic, TypeVar
+
+    import torch
+
+    T = TypeVar("T")
+
+
+    class Interaction(torch.nn.Module, Generic[T]):
+        pass
+
+
+    class Scored(Interaction[torch.Tensor]):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x
+            return -x
+"""
+
+REBOUND_FUNCTION = """
+    import torch
+
+
+    def plain(x):
+        return x * 2
+
+
+    def guarded(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+    class Pick(torch.nn.Module):
+        def __init__(self, tails="linear"):
+            super().__init__()
+            self.tails = tails
+
+        def forward(self, x):
+            if self.tails is None:
+                spline_fn = plain
+            else:
+                spline_fn = guarded
+            return spline_fn(x)
+"""
+
 
 def _lines_of(findings):
     return sorted({(f.code, f.line) for f in findings})
@@ -679,6 +725,10 @@ def _compiler_lines(source, entry, args):
     (NAMED_METHODS, "Reducer", "(torch.randn(4),)", [("TCL201", 22)]),
     # a bound method handed to a helper that calls it
     (BOUND_METHOD_ARGUMENT, "EMA", "(torch.randn(4),)", [("TCL203", 15)]),
+    # a module class whose base is a generic class subscripted (`Interaction[torch.Tensor]`)
+    (GENERIC_BASE, "Scored", "(torch.randn(4),)", [("TCL201", 15)]),
+    # a local name bound to one function or another: the option picks at run time
+    (REBOUND_FUNCTION, "Pick", "(torch.randn(4),)", [("TCL201", 10)]),
 ])
 def test_run_time_chosen_targets_are_reached(tmp_path, source, entry, args, expected):
     path = write(tmp_path, "model.py", source)
