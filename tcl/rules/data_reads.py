@@ -6,7 +6,10 @@ receives the Python value as an input and guards on what Python does with it. Me
 tcl.verify.compile_trace): iterating, enumerate()-ing, zip()-ing or len()-ing a list read with `.tolist()` from a
 tensor whose rows follow the batch recompiles the resumed frame on every new batch size (the
 guard is the list's length, which automatic dynamic shapes never makes symbolic); a Python loop
-`range(n)` over an int read with `.item()` recompiles on every new value, same shapes or not.
+`range(n)` over an int read with `.item()` recompiles on every new value, same shapes or not, as
+does such an int passed to a call that needs its exact value (`torch.tril_indices(n, n)`,
+`torch.linspace(0, 1, n)`, `math.log(n)`: the size-specialising calls scripts/gen_torch_facts.py
+measures), also through a helper's parameter the traced callers fill with it.
 The same list's values used in arithmetic, or the int used in arithmetic, settle after one
 automatic-dynamic recompile: not reported. A list read from a parameter or buffer
 (`self.weights.tolist()`) has a fixed length: not reported; nor is a read inside a loop body,
@@ -19,11 +22,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import torch_facts
 from ..dataflow import Kind, is_tensor
 from ..sizes import fixed_tensor
 from .base import DEFAULT_MODE, Example, Rule
 
 _BATCHES = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
+_VALUES = "[(torch.full((4, 3), float(k)),) for k in (2, 3, 4, 5)]"
 
 
 def _text(node: cst.CSTNode) -> str:
@@ -96,7 +101,9 @@ class DataReadAsCount(Rule):
     fix = (
         "keep the values in a tensor and vectorise the loop (a mask, torch.where, index_select, "
         "segment reductions with scatter_add/index_add) instead of a Python loop over them; "
-        "where the count is small and bounded, loop over its bound and mask the extra steps"
+        "where the count is small and bounded, loop over its bound and mask the extra steps; "
+        "for a call that needs the exact int (tril_indices, linspace, one_hot), pass a fixed "
+        "upper bound and mask or slice the extra entries with a tensor comparison"
     )
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
@@ -111,8 +118,11 @@ class DataReadAsCount(Rule):
         "torch 2.13, default mode, four calls: iterating, enumerate() or len() of "
         "x[:, 0].tolist() with batch 4, 6, 8, 10 recompiles the resumed frame on the third "
         "and fourth call (after the automatic-dynamic recompile of the second), as does "
-        "range(int(x[0, 0].item())) with the values 1..4 at one shape; the list's values or "
-        "the int in arithmetic, and a list read from a buffer, do not (each frame at most "
+        "range(int(x[0, 0].item())) with the values 1..4 at one shape, and torch.tril_indices(n, "
+        "n, -1) of n = int(x.max()) with the values 2..5 (so does any call scripts/gen_torch_facts.py "
+        "measured to need an int argument's exact value: linspace, one_hot's num_classes, "
+        "math.log/exp/pow, ...); the list's values or the int in arithmetic or in "
+        "torch.arange(n), and a list read from a buffer, do not (each frame at most "
         "recompiles once, automatic-dynamic). Default mode only: "
         "under fullgraph=True the read is the error."
     )
@@ -132,6 +142,13 @@ class Weighted(nn.Module):
         scale = x.abs().max().item()  # noqa: TCL203
         return out / (scale + 1.0)
 ''', entry="Weighted", calls=_BATCHES), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = int(x.max())  # noqa: TCL204
+    return x.sum() + torch.arange(n).sum()  # arange keeps the int symbolic
+''', calls=_VALUES), Example('''
 import torch
 from torch import nn
 
@@ -174,6 +191,15 @@ def fn(x):
         x = x + 1
     return x
 ''', calls="[(torch.full((4, 3), float(k)),) for k in (1, 2, 3, 4)]"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = int(x.max())  # noqa: TCL204
+    rows, cols = torch.tril_indices(n, n, -1)  # BREAK
+    return x.sum() + rows.sum() + cols.sum()
+''', calls=_VALUES),
     ]
 
     def visit_For(self, node: cst.For, ctx) -> None:
@@ -207,10 +233,21 @@ def fn(x):
             if ctx.inside_loop_body():
                 _reads_in_loops(ctx).add(id(node))
             return
-        if ctx.qualname(node.func) == "builtins.len" and len(node.args) == 1:
+        qualname = ctx.qualname(node.func)
+        if qualname == "builtins.len" and len(node.args) == 1:
             arg = node.args[0].value
             if data_list(arg, ctx) is not None:
                 self._report(node, arg, "measured with len()", "length", ctx)
+            return
+        # {"torch.tril_indices": "size arguments", ...}: calls that need the exact value of an
+        # int argument, measured on the compiler by scripts/gen_torch_facts.py
+        calls = torch_facts.measured(ctx.version, "size_specialising_calls")
+        if calls and calls.get(qualname) == "size arguments":
+            for arg in node.args:
+                if not arg.star and data_number(arg.value, ctx):
+                    self._report(node, arg.value, f"passed to {qualname}(), which needs its exact value",
+                                 "value", ctx)
+                    return
 
     def _report(self, node: cst.CSTNode, value: cst.BaseExpression, use: str, what: str, ctx) -> None:
         ctx.report(self, node, self.message.format(expr=_text(value), use=use, what=what))
