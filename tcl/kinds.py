@@ -17,6 +17,7 @@ from .dataflow import (
     is_tensor, join,
 )
 from . import torch_facts
+from .branches import not_tensors_when
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, is_torch_module_base
 
 TENSOR_ATTRIBUTES_OF_MODULES = ("weight", "bias")
@@ -170,7 +171,14 @@ class KindEvaluator:
         return result
 
     def _eval_IfExp(self, node: cst.IfExp) -> Kind:
-        return join(self(node.body), self(node.orelse))
+        kinds = []
+        for value, outcome in ((node.body, True), (node.orelse, False)):
+            # `r.size(-1) if isinstance(r, torch.Tensor) else r`: no tensor in the other branch
+            if isinstance(value, cst.Name) and value.value in not_tensors_when(node.test, outcome, self.index):
+                kinds.append(Kind.META)
+            else:
+                kinds.append(self(value))
+        return join(*kinds)
 
     def _eval_Tuple(self, node: cst.Tuple) -> Kind:
         kinds = [self(el.value) for el in node.elements]

@@ -14,6 +14,7 @@ from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
+from .branches import exits_under_compile, names_bound_in, not_tensors_when
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
@@ -390,6 +391,14 @@ class FunctionWalker(cst.CSTVisitor):
         self.stack.pop()
 
     # Skip what Dynamo never traces under compile.
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
+        for stmt in node.body:
+            self.walk(stmt)
+            # `if torch.compiler.is_compiling(): return`: the rest of the block is never traced
+            if isinstance(stmt, cst.If) and exits_under_compile(stmt, self.truth):
+                break
+        return False
+
     def visit_If(self, node: cst.If) -> bool:
         truth = self.truth(node.test)
         if truth is None:  # both branches, each knowing what the test said
@@ -400,7 +409,18 @@ class FunctionWalker(cst.CSTVisitor):
                 facts = facts_if(node.test, outcome)
                 if facts:
                     self.fact_scopes.append(facts)
+                narrowed = {name: self.env.get(name) for name in not_tensors_when(node.test, outcome, self.index)}
+                for name in narrowed:
+                    self.env[name] = Kind.META
+                self.kind.forget()
                 self.walk(branch)
+                for name, kind in narrowed.items():  # a branch that assigned the name keeps its value
+                    if self.env.get(name) == Kind.META and name not in names_bound_in(branch):
+                        if kind is None:
+                            self.env.pop(name, None)
+                        else:
+                            self.env[name] = kind
+                self.kind.forget()
                 if facts:
                     self.fact_scopes.pop()
             return False

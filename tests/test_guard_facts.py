@@ -303,7 +303,8 @@ def test_the_hiding_break_says_how_many_wait_behind_it(tmp_path):
 
 # torchtune's chunked KD loss: the loop calls a loss whose break comes after an early return
 # the call takes (`normalize=False`), so the loop does not skip the frame, and the test after
-# it breaks.
+# it breaks. Every traced call passes normalize=False, so the early return is decided and the
+# callee's own test after it is never traced (not reported; the compiler agrees).
 EARLY_RETURN = """
     import torch
 
@@ -330,7 +331,7 @@ EARLY_RETURN = """
 
 def test_a_callee_that_may_return_first_does_not_hide_later_breaks(tmp_path):
     # (TCL504: the loop over the list parameter unrolls over its length, a real recompile.)
-    assert check(tmp_path, EARLY_RETURN) == [("TCL201", 9), ("TCL201", 19), ("TCL504", 17)]
+    assert check(tmp_path, EARLY_RETURN) == [("TCL201", 19), ("TCL504", 17)]
     assert compiler_breaks(EARLY_RETURN, "chunked", "([torch.ones(3), torch.ones(3)],)") == [19]
 
 

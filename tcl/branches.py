@@ -1,0 +1,100 @@
+"""What a branch tells the walker under compile: which names a test proves are no tensors in
+each branch (`isinstance(x, torch.Tensor)` false), which names a branch binds, and whether an
+`if` whose test is decided under compile leaves the block (`if torch.compiler.is_compiling():
+return` makes the rest of the function dead code for Dynamo, which never traces it).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+
+from .module_index import ModuleIndex
+
+TENSOR_TYPES = frozenset({
+    "torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.FloatTensor",
+    "torch.LongTensor", "torch.BoolTensor",
+})
+
+
+def not_tensors_when(test: cst.BaseExpression, outcome: bool, index: ModuleIndex) -> frozenset[str]:
+    """The names a test proves are no tensors when it evaluates to `outcome`: `x` where
+    `isinstance(x, torch.Tensor)` / `torch.is_tensor(x)` is False (`else:` of the `if`, `not`,
+    every operand of a false `or` and of a true `and`). Python's own narrowing, which keeps
+    `ref_size = reference` in `else:` of `isinstance(reference, torch.Tensor)` an int."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return not_tensors_when(test.expression, not outcome, index)
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.And) == outcome  # a true `and`, a false `or`
+        if not both:
+            return frozenset()
+        return not_tensors_when(test.left, outcome, index) | not_tensors_when(test.right, outcome, index)
+    if outcome or not isinstance(test, cst.Call) or not test.args or not isinstance(test.args[0].value, cst.Name):
+        return frozenset()
+    name = index.qualify(test.func)
+    if name == "torch.is_tensor" and len(test.args) == 1:
+        return frozenset({test.args[0].value.value})
+    if name == "builtins.isinstance" and len(test.args) == 2:
+        types = test.args[1].value
+        elements = [e.value for e in types.elements] if isinstance(types, cst.Tuple) else [types]
+        if elements and all(index.qualify(e) in TENSOR_TYPES for e in elements):
+            return frozenset({test.args[0].value.value})
+    return frozenset()
+
+
+class _BoundNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add(element.value)
+
+
+def names_bound_in(block: cst.CSTNode) -> set[str]:
+    """The names a block assigns (not in nested defs)."""
+    visitor = _BoundNames()
+    block.visit(visitor)
+    return visitor.names
+
+
+def exits_under_compile(node: cst.If, truth: Callable[[cst.BaseExpression], bool | None]) -> bool:
+    """Whether the branch of `node` that runs under compile (by `truth`) always leaves the
+    block with a `return` or `raise`: then nothing after the `if` is traced."""
+    decided = truth(node.test)
+    if decided is None:
+        return False
+    if decided:
+        return _always_exits(node.body)
+    orelse = node.orelse
+    if isinstance(orelse, cst.If):
+        return exits_under_compile(orelse, truth)
+    return isinstance(orelse, cst.Else) and _always_exits(orelse.body)
+
+
+def _always_exits(block: cst.BaseSuite) -> bool:
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for stmt in statements:
+        smalls = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+        if any(isinstance(small, (cst.Return, cst.Raise)) for small in smalls):
+            return True
+    return False
