@@ -410,7 +410,9 @@ def evaluate(results, names, assume="model", user_side=None):
         site["static_class"] = gb_classes.get(site["gb"] or "", {}).get("cls", "?")
     missed = [s for s in sites.values() if not s["found_by"]]
     involved = {p for s in missed for p in [s["path"]] + [fr[0] for st in s["stacks"] for fr in st]}
-    reach = tcl_reached(involved & files, files, user_side) if missed else {}
+    # The scan covers what tcl checked (whole corpus packages too), so that a base class in a
+    # file no model executed still makes its subclasses modules here as it did in the check.
+    reach = tcl_reached(involved & files, files | whole, user_side) if missed else {}
     for site in missed:
         site["miss_reason"], site["miss_category"] = explain_miss(
             site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots)
