@@ -7,7 +7,8 @@ Builds each model (shape 0, as eval/worker.py does) and names the callable the w
 `nn.Module` as its class (`torchtune.modules.transformer:TransformerDecoder`), a bound method
 by its instance's class (`stable_baselines3.common.policies:ActorCriticPolicy.evaluate_actions`),
 a function of the corpus's builders by its qualified name (`corpus.zuko:_nll.<locals>.nll`),
-with the classes of the objects its free variables hold (`opt` -> `torch_optimizer.adamp:AdamP`).
+with the classes of the objects its free variables hold (`opt` -> `torch_optimizer.adamp:AdamP`)
+and of the submodules of the modules it compiles (their forwards are entries too).
 run_eval.py's user-side scoring starts tcl from exactly these entries, with --follow-imports,
 over the builder files only (the "user code"), as a user who recorded their test run would.
 Run in a subprocess: building every model imports every library.
@@ -31,7 +32,7 @@ def main(out_path: str, names: list[str]) -> int:
     import torch
     from models import MODELS
 
-    from tcl.entry_recording import bindings_of, entry_of
+    from tcl.entry_recording import bindings_of, entry_of, module_classes_of
 
     out = {}
     for name in names:
@@ -49,7 +50,8 @@ def main(out_path: str, names: list[str]) -> int:
             spec, file, line = described
             # what the recorder keeps too: the classes of the objects its free variables hold
             bindings = {k: [v] for k, v in bindings_of(target).items()}
-            out[name] = {"entry": spec, "file": file, "line": line, "bindings": bindings}
+            out[name] = {"entry": spec, "file": file, "line": line, "bindings": bindings,
+                         "modules": module_classes_of(target)}
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(out, handle, indent=1, sort_keys=True)
     return 0

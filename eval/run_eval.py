@@ -733,13 +733,13 @@ def user_entries(names, results_dir, reuse, python=None):
     build there); the default is this one."""
     import inspect
 
-    from tcl.entries import parse
+    from tcl.entries import parse, submodule_entries
 
     path = os.path.join(results_dir, "entries.json")
     known = _load(path) if reuse and os.path.exists(path) else {}
-    # an entry recorded before entries_of.py named free-variable classes is named again
+    # an entry recorded before entries_of.py named free-variable and submodule classes is named again
     todo = [n for n in names if n not in known or known[n].get("problem", "").startswith("build:")
-            or ("entry" in known[n] and "bindings" not in known[n])]
+            or ("entry" in known[n] and ("bindings" not in known[n] or "modules" not in known[n]))]
     if todo:
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=ROOT)
         subprocess.run([python or sys.executable, os.path.join(HERE, "entries_of.py"), path + ".part", *todo],
@@ -754,6 +754,7 @@ def user_entries(names, results_dir, reuse, python=None):
         if "entry" in item:
             bindings = tuple((k, tuple(v)) for k, v in sorted(item.get("bindings", {}).items()))
             specs.append(parse(item["entry"], f"entry of {name}", item.get("file"), bindings))
+            specs.extend(submodule_entries(item, f"entry of {name}"))
         else:
             problems.append((name, item.get("problem", "not recorded")))
     steps = os.path.join(HERE, "corpus", "_steps.py")

@@ -6,7 +6,8 @@ checked code). What it cannot see is named as `module.path:Qual.name` — a func
 through the class's bases) or a nested def (`make.<locals>.step`) — in three places:
 `[tool.tcl] entries = [...]`, `--entry SPEC` on the command line, and the file `pytest
 --tcl-record` writes with every callable that went through `torch.compile` while the tests
-ran (`.tcl/recorded_entries.json`, read automatically when present). The module is looked up
+ran (`.tcl/recorded_entries.json`, read automatically when present), with the classes of the
+submodules of each compiled module (their forwards are traced too). The module is looked up
 among the checked files (by module name, and by the recorded file's path), then, with
 --follow-imports, in the installed packages. A declared entry that names nothing is a one-line
 error; a recorded one that has gone stale (the code moved since the recording) is reported the
@@ -39,19 +40,35 @@ class EntrySpec:
     # ran (`(("opt", ("torch_optimizer.adamp:AdamP",)),)`): CallResolver reads `opt.step()` as
     # those classes' step (tcl.entry_recording.bindings_of).
     bindings: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Set for the class of a submodule the recording saw inside a compiled entry (the entry's
+    # spec): its forward is traced when the entry calls it, which a container of modules hides
+    # from static reading. Such an entry that names nothing here is left out, not an error.
+    submodule_of: str | None = None
 
     @property
     def text(self) -> str:
         return f"{self.module}:{self.qualname}"
 
 
-def parse(text: str, origin: str, file: str | None = None, bindings=()) -> EntrySpec:
+def parse(text: str, origin: str, file: str | None = None, bindings=(), submodule_of: str | None = None) -> EntrySpec:
     text = text.strip()
     if not _SPEC.match(text):
         raise EntryError(f"{origin}: entry {text!r}: expected module.path:Name, module.path:Class.method "
                          f"or module.path:func.<locals>.inner")
     module, _, qualname = text.partition(":")
-    return EntrySpec(module, qualname, origin, file, tuple(bindings))
+    return EntrySpec(module, qualname, origin, file, tuple(bindings), submodule_of)
+
+
+def submodule_entries(item: dict, origin: str) -> list[EntrySpec]:
+    """The recorded submodule classes of one entry (`"modules": ["pkg.mod:Class", ...]`), each
+    an entry of its own (compiling an instance of a class runs its forward); malformed or
+    local-class specs are skipped (a hand-edited or older recording without them is fine)."""
+    raw = item.get("modules")
+    if not isinstance(raw, list):
+        return []
+    owner = item.get("entry")
+    return [parse(spec, origin, None, (), owner) for spec in raw
+            if isinstance(spec, str) and _SPEC.match(spec) and "<locals>" not in spec and spec != owner]
 
 
 def read_recorded(path: str) -> list[EntrySpec]:
@@ -69,6 +86,7 @@ def read_recorded(path: str) -> list[EntrySpec]:
             raise EntryError(f"{path}: an entry without a spec: {str(item)[:60]}")
         file = item.get("file") if isinstance(item.get("file"), str) else None
         specs.append(parse(item["entry"], path, file, _bindings(item.get("bindings"))))
+        specs.extend(submodule_entries(item, path))
     return specs
 
 
@@ -173,6 +191,8 @@ def problems(analyzer, files: list[str]) -> tuple[list, list[str]]:
     for spec in analyzer.entry_specs:
         path = module_file(spec, by_name, getattr(analyzer, "installed", None))
         where = spec.origin
+        if path is None and spec.submodule_of:
+            continue  # a submodule class of an installed package, without --follow-imports
         if path is None:
             scope = "the checked files or the installed packages" if config.follow_imports else "the checked files"
             errors.append(FileError(where, 0, f"entry {spec.text}: no module {spec.module} among {scope}"))
@@ -183,6 +203,8 @@ def problems(analyzer, files: list[str]) -> tuple[list, list[str]]:
         if index is None:
             continue  # the file's own error is reported when it is checked
         found = functions_named(FileAnalysis(index, analyzer), index, spec.qualname)
+        if isinstance(found, str) and spec.submodule_of:
+            continue  # a submodule class with no forward of its own to start from
         if isinstance(found, str):
             errors.append(FileError(where, 0, f"entry {spec.text}: {path} {found}"))
         elif os.path.realpath(path) not in known:

@@ -32,6 +32,7 @@ MAX_TESTS = 5  # test ids kept per entry or problem
 _MAX_UNWRAP = 20  # partials of partials, compiled modules of compiled modules
 MAX_BINDINGS = 32  # free-variable names kept per entry
 MAX_CLASSES_PER_NAME = 8  # classes one name held across the calls
+MAX_MODULE_CLASSES = 64  # submodule classes kept per entry
 _READ_LIMIT = 64 << 20
 
 # --------------------------------------------------------------------------- naming a callable
@@ -89,6 +90,44 @@ def bindings_of(target) -> dict[str, str]:
         spec = _instance_spec(values[name])
         if spec is not None and len(out) < MAX_BINDINGS:
             out[name] = spec
+    return out
+
+
+def module_classes_of(target) -> list[str]:
+    """The classes of the nn.Modules inside what is compiled, as `["module:Qual", ...]`: the
+    module itself, a bound method's module, the modules a function's free variables and globals
+    hold, and every submodule of each (`model.modules()`). Dynamo traces the forward of every
+    submodule the compiled code calls, including those a container holds that no static
+    reading resolves (`for func in self._transforms: func(x)`); tcl starts from each class's
+    forward. torch's own classes are left out (nothing to follow there)."""
+    target = _innermost(target)
+    roots = []
+    if _is_module(target):
+        roots.append(target)
+    elif inspect.ismethod(target) and _is_module(target.__self__):
+        roots.append(target.__self__)
+    elif inspect.isfunction(target):
+        function = _unwrapped(target)
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            for cell in function.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    continue
+                if _is_module(value):
+                    roots.append(value)
+            namespace = getattr(function, "__globals__", {})
+            roots.extend(namespace[name] for name in _global_names(code)
+                         if name in namespace and _is_module(namespace[name]))
+    out: list[str] = []
+    for root in roots:
+        for module in root.modules():
+            spec = _instance_spec(module)
+            if spec is not None and spec not in out:
+                out.append(spec)
+                if len(out) >= MAX_MODULE_CLASSES:
+                    return out
     return out
 
 
@@ -407,6 +446,9 @@ class CompileRecorder:
                             specs = kept.setdefault(name, [])
                             if spec not in specs and len(specs) < MAX_CLASSES_PER_NAME:
                                 specs.append(spec)
+                    classes = module_classes_of(target)
+                    if classes:
+                        _join_classes(item.setdefault("modules", []), classes)
                     item["count"] += 1
                 if test and test not in item["tests"] and len(item["tests"]) < MAX_TESTS:
                     item["tests"].append(test)
@@ -443,6 +485,8 @@ class CompileRecorder:
                 copy = dict(entry, tests=list(entry["tests"]))
                 if "bindings" in entry:
                     copy["bindings"] = {name: list(specs) for name, specs in entry["bindings"].items()}
+                if "modules" in entry:
+                    copy["modules"] = list(entry["modules"])
                 entries.append(copy)
             problems = [dict(p, tests=list(p["tests"])) for p in self.problems.values()]
         return _document(self.torch_version, entries, problems)
@@ -545,7 +589,7 @@ def merge_entry_files(paths: list[str | os.PathLike], out: str | os.PathLike) ->
         part = read_entry_file(path)
         version = version or part.get("torch")
         for entry in part["entries"]:
-            kept = entries.setdefault(entry["entry"], dict(entry, count=0, tests=[], bindings={}))
+            kept = entries.setdefault(entry["entry"], dict(entry, count=0, tests=[], bindings={}, modules=[]))
             kept["count"] += int(entry.get("count", 0))
             _join_tests(kept["tests"], entry.get("tests", []))
             bindings = entry.get("bindings")
@@ -555,16 +599,26 @@ def merge_entry_files(paths: list[str | os.PathLike], out: str | os.PathLike) ->
                     for spec in specs if isinstance(specs, list) else ():
                         if isinstance(spec, str) and spec not in joined and len(joined) < MAX_CLASSES_PER_NAME:
                             joined.append(spec)
+            modules = entry.get("modules")
+            if isinstance(modules, list):
+                _join_classes(kept["modules"], [m for m in modules if isinstance(m, str)])
         for problem in part["problems"]:
             key = (problem["what"], problem["why"])
             kept = problems.setdefault(key, dict(problem, tests=[]))
             _join_tests(kept["tests"], problem.get("tests", []))
     for kept in entries.values():
-        if not kept.get("bindings"):
-            kept.pop("bindings", None)
+        for key in ("bindings", "modules"):
+            if not kept.get(key):
+                kept.pop(key, None)
     index = _document(version, list(entries.values()), list(problems.values()))
     write_entry_file(out, index)
     return index
+
+
+def _join_classes(kept: list, more) -> None:
+    for spec in more:
+        if spec not in kept and len(kept) < MAX_MODULE_CLASSES:
+            kept.append(spec)
 
 
 def _join_tests(kept: list, more) -> None:

@@ -19,7 +19,8 @@ import pytest
 
 from tcl import entry_recording
 from tcl.entry_recording import (
-    CompileRecorder, bindings_of, entry_of, merge_entry_files, read_entry_file, record_entries, write_entry_file,
+    CompileRecorder, bindings_of, entry_of, merge_entry_files, module_classes_of, read_entry_file, record_entries,
+    write_entry_file,
 )
 from tcl.safe_files import Refused
 
@@ -290,6 +291,29 @@ def test_bindings_name_the_classes_free_variables_and_globals_held(tmp_path, mon
     sys.modules.pop("tclent_steps", None)
 
 
+def test_module_classes_name_every_submodule_class_of_what_is_compiled(tmp_path, models):
+    m, _ = models
+    holder = torch.nn.Sequential(m.Sub(), torch.nn.ModuleList([m.Base(), torch.nn.Linear(2, 2)]), m.Aliased())
+    # the container's own torch classes are left out; each class once, in module order
+    assert module_classes_of(holder) == ["tclent_models:Sub", "tclent_models:Base", "tclent_models:Aliased"]
+    assert module_classes_of(holder.forward) == module_classes_of(holder)  # a bound method's module
+    assert module_classes_of(torch.compile(holder, backend="eager")) == module_classes_of(holder)
+
+    def step(x):
+        return holder(x)
+
+    assert module_classes_of(step) == module_classes_of(holder)  # through a free variable
+    assert module_classes_of(m.step) == [] and module_classes_of(m.Scaler(1.0)) == []
+
+    out = tmp_path / "rec.json"
+    with record_entries(out):
+        torch.compile(holder, backend="eager")
+        torch.compile(m.Sub(), backend="eager")
+    entries = {e["entry"]: e for e in json.loads(out.read_text())["entries"]}
+    assert entries["torch.nn.modules.container:Sequential"]["modules"] == module_classes_of(holder)
+    assert entries["tclent_models:Sub"]["modules"] == ["tclent_models:Sub"]
+
+
 def test_the_file_format(tmp_path, models):
     m, path = models
     out = tmp_path / "entries.json"
@@ -381,7 +405,8 @@ def test_merge_of_worker_parts(tmp_path):
     write_entry_file(tmp_path / "p.gw0.part", entry_recording._document(
         "2.13", [entry("m:b", 2, ["a::1", "a::2", "a::3"]), entry("m:a", 1, [])], [problem]))
     write_entry_file(tmp_path / "p.gw1.part", entry_recording._document(
-        "2.13", [dict(entry("m:b", 3, ["a::3", "b::1", "b::2", "b::3"]), bindings={"opt": ["m:Adam"]})],
+        "2.13", [dict(entry("m:b", 3, ["a::3", "b::1", "b::2", "b::3"]), bindings={"opt": ["m:Adam"]},
+                      modules=["m:Block", "m:Head"])],
         [dict(problem, tests=["b::9"])]))
     merged = merge_entry_files([tmp_path / "p.gw0.part", tmp_path / "p.gw1.part"], tmp_path / "all.json")
     assert merged == read_entry_file(tmp_path / "all.json")
@@ -389,6 +414,7 @@ def test_merge_of_worker_parts(tmp_path):
     assert [(e["entry"], e["count"], e["tests"]) for e in merged["entries"]] == [
         ("m:a", 1, []), ("m:b", 5, ["a::1", "a::2", "a::3", "b::1", "b::2"])]
     assert [e.get("bindings") for e in merged["entries"]] == [None, {"opt": ["m:Adam"]}]  # joined per name
+    assert [e.get("modules") for e in merged["entries"]] == [None, ["m:Block", "m:Head"]]
     assert merged["problems"] == [dict(problem, tests=["a::1", "b::9"])]
 
 

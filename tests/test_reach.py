@@ -280,6 +280,22 @@ def site_packages(tmp_path, monkeypatch):
         class ItemLoss(Loss):
             def compute(self, x):
                 return x.item()
+
+        class Chain(Base):
+            def __init__(self, steps):
+                super().__init__()
+                self.steps = torch.nn.ModuleList(steps)
+
+            def forward(self, x):
+                for step in self.steps:
+                    x = step(x)
+                return x
+
+        class Normalised(Base):
+            def forward(self, x):
+                if x.max() > 1:
+                    return x / x.max()
+                return x
     """)
     write(site, "brokenlib/__init__.py", "def f(:\n")
     monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
@@ -850,6 +866,37 @@ def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_
     assert by_code["TCL205"].library == "fakelib/models.py:16:16"  # Sampler.sample's .tolist()
     assert by_code["TCL203"].library == "fakelib/models.py:27:16"  # ItemLoss.compute's .item()
     assert {f.line for f in findings} == {9}  # both at the step's call line
+
+
+def test_recorded_submodule_classes_are_entries(tmp_path, site_packages):
+    """`torch.compile(chain)` of a module whose steps a container holds: no static reading says
+    which classes `step(x)` runs; the recording names the submodules' classes ("modules"), and
+    each class's forward is an entry. A class that names nothing is left out, not an error."""
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib.models
+
+        def build(steps):
+            return torch.compile(fakelib.models.Chain(steps))
+    """)
+    recording = tmp_path / "proj" / "rec.json"
+    entry = {"entry": "fakelib.models:Chain", "file": None, "line": None, "what": "module", "count": 1,
+             "tests": []}
+
+    def recorded(**extra):
+        recording.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
+                                         "entries": [dict(entry, **extra)], "problems": []}))
+        return check([user], follow_imports=True, recorded_entries=str(recording))
+
+    findings, errors = recorded()
+    assert not errors and findings == []
+    findings, errors = recorded(modules=["fakelib.models:Chain", "fakelib.models:Normalised", "fakelib.nothing:X",
+                                         "fakelib.models:Missing", "not a spec"])
+    assert not errors
+    assert [(f.code, f.library) for f in findings] == [("TCL201", "fakelib/models.py:41:12")]
+    # Without --follow-imports the compiled entry itself is the one error; its submodules add none.
+    _, errors = check([user], follow_imports=False, recorded_entries=str(recording))
+    assert len(errors) == 1 and "entry fakelib.models:Chain: no module" in str(errors[0])
 
 
 def test_a_rerecording_with_other_classes_is_not_served_from_the_cache(tmp_path, site_packages, capsys,
