@@ -9,6 +9,9 @@ on tensor data. The body is better evidence, read here without running anything:
   torch.Tensor's public attributes that list, dict, str, set, tuple, int and float lack,
   generated from torch in tcl/torch_facts), or `p @ q`;
 * a Python number: `range(p)` (also `range(p + 1)`, `range(0, p, 2)`), `p.is_integer()`;
+* a Python number: also `p` compared with a size in a test (`assert z.shape[-1] == length`,
+  `if x.size(1) != n:`, `while len(xs) < n:`); a comparison used as a value (`mask = lengths ==
+  x.shape[1]`) says nothing, since it may build a mask;
 * a Python string: `p == "..."`, `p in ("a", "b")`, string methods (`p.startswith(...)`);
 * a Python container or object: methods only list/dict/set/str have (`p.append`, `p.items()`);
 * not a tensor: the bare parameter as a truth value (`if p:`, `while p:`, `not p`, `p and q`,
@@ -75,8 +78,11 @@ def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, s
                     note(operand, NUMBER)
         elif isinstance(node, cst.Comparison):
             _compare_evidence(node, note)
-        elif isinstance(node, (cst.If, cst.While, cst.IfExp)):
-            note(node.test, OBJECT)
+        elif isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+            if not isinstance(node, cst.Assert):
+                note(node.test, OBJECT)
+            for comparison in _tested_comparisons(node.test):
+                _size_comparison_evidence(comparison, note)
         elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             note(node.expression, OBJECT)
         elif isinstance(node, cst.BooleanOperation):
@@ -121,6 +127,46 @@ def _compare_evidence(node: cst.Comparison, note) -> None:
             elements = [e.value for e in right.elements if isinstance(e, cst.Element)]
             if elements and all(_is_string(e) for e in elements):
                 note(left, STRING)
+        left = right
+
+
+def _tested_comparisons(test: cst.BaseExpression):
+    """The comparisons a test is made of (through `and` / `or` / `not`)."""
+    if isinstance(test, cst.Comparison):
+        yield test
+    elif isinstance(test, cst.BooleanOperation):
+        yield from _tested_comparisons(test.left)
+        yield from _tested_comparisons(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _tested_comparisons(test.expression)
+
+
+_SIZE_METHODS = ("size", "dim", "numel")
+
+
+def _is_size(node: cst.BaseExpression) -> bool:
+    """`x.shape[i]`, `x.size(i)`, `x.dim()`, `x.ndim`, `len(x)`: a Python int of metadata."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute):
+        return node.value.attr.value == "shape"
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "ndim"
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_METHODS:
+            return func.attr.value != "size" or len(node.args) == 1
+        return isinstance(func, cst.Name) and func.value == "len"
+    return False
+
+
+def _size_comparison_evidence(node: cst.Comparison, note) -> None:
+    left = node.left
+    for target in node.comparisons:
+        right = target.comparator
+        if not isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            if _is_size(left):
+                note(right, NUMBER)
+            elif _is_size(right):
+                note(left, NUMBER)
         left = right
 
 

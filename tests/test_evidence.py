@@ -32,6 +32,19 @@ def test_evidence_of_each_kind():
     ''') == {"x": TENSOR, "n": NUMBER, "mode": STRING, "state": OBJECT, "both": TENSOR}
 
 
+def test_a_parameter_compared_with_a_size_in_a_test_is_a_number():
+    assert evidence('''\
+        def f(z, length, n, m, lengths, k):
+            assert z.shape[-1] == length, (z.shape[-1], length)
+            if z.size(1) != n or not len(z) < m:
+                raise ValueError("shape")
+            mask = lengths == z.shape[1]
+            while k > z.dim():
+                k = k - 1
+            return z[..., :length] * mask
+    ''') == {"z": TENSOR, "length": NUMBER, "n": NUMBER, "m": NUMBER, "k": NUMBER}
+
+
 def test_nested_scopes_are_not_read():
     assert evidence('''\
         def f(x, n):
