@@ -63,11 +63,18 @@ class _BoundNames(cst.CSTVisitor):
         return False
 
     def _add(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.names.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._add(element.value)
+        self.names |= target_names(target)
+
+
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """The names an assignment target binds: `x`, `a, (b, *c)`."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(target_names(e.value) for e in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return set()
 
 
 def names_bound_in(block: cst.CSTNode) -> set[str]:

@@ -114,20 +114,25 @@ def _int_operands(value: cst.BaseExpression):
         yield from _int_operands(value.right)
 
 
-def _compare_evidence(node: cst.Comparison, note) -> None:
+def _compared_pairs(node: cst.Comparison):
+    """(left, operator, right) of each link of a chained comparison (`a < b <= c`)."""
     left = node.left
     for target in node.comparisons:
-        right = target.comparator
-        if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+        yield left, target.operator, target.comparator
+        left = target.comparator
+
+
+def _compare_evidence(node: cst.Comparison, note) -> None:
+    for left, operator, right in _compared_pairs(node):
+        if isinstance(operator, (cst.Equal, cst.NotEqual)):
             if _is_string(right):
                 note(left, STRING)
             elif _is_string(left):
                 note(right, STRING)
-        elif isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+        elif isinstance(operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
             elements = [e.value for e in right.elements if isinstance(e, cst.Element)]
             if elements and all(_is_string(e) for e in elements):
                 note(left, STRING)
-        left = right
 
 
 def _tested_comparisons(test: cst.BaseExpression):
@@ -159,15 +164,12 @@ def _is_size(node: cst.BaseExpression) -> bool:
 
 
 def _size_comparison_evidence(node: cst.Comparison, note) -> None:
-    left = node.left
-    for target in node.comparisons:
-        right = target.comparator
-        if not isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+    for left, operator, right in _compared_pairs(node):
+        if not isinstance(operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
             if _is_size(left):
                 note(right, NUMBER)
             elif _is_size(right):
                 note(left, NUMBER)
-        left = right
 
 
 def _is_string(node: cst.BaseExpression) -> bool:

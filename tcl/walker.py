@@ -14,7 +14,7 @@ from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
-from .branches import exits_under_compile, names_bound_in, not_tensors_when
+from .branches import exits_under_compile, names_bound_in, not_tensors_when, target_names
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
@@ -525,7 +525,7 @@ class FunctionWalker(cst.CSTVisitor):
                     self.kind.forget()
         if self._returned_by_break is original_node.value:
             for target in original_node.targets:
-                self.crossed |= _bound_names(target.target)
+                self.crossed |= target_names(target.target)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         self.self_writes.update(assigned_attributes(original_node.target))
@@ -774,16 +774,6 @@ def _plan(node_type: type, walker: "FunctionWalker") -> _Plan:
         )
         cache[node_type] = plan
     return plan
-
-
-def _bound_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound_names(e.value) for e in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return set()
 
 
 def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
