@@ -68,7 +68,18 @@ def bindings_of(target) -> dict[str, str]:
     classes that ran, which a closure over `opt = make(params)` never says statically. Only
     instances of importable classes count: no modules, functions, classes, tensors or builtin
     values (int, list, dict, ...). Empty for modules and methods (their `self` is the entry)."""
-    function = _innermost(target)
+    values = _free_values(_innermost(target))
+    out: dict[str, str] = {}
+    for name in sorted(values):
+        spec = _instance_spec(values[name])
+        if spec is not None and len(out) < MAX_BINDINGS:
+            out[name] = spec
+    return out
+
+
+def _free_values(function) -> dict[str, object]:
+    """What a function's closure cells and the module globals its code names hold, by name
+    (a closure cell wins over a global of the same name); empty for anything but a function."""
     if not inspect.isfunction(function):
         return {}
     function = _unwrapped(function)
@@ -85,12 +96,7 @@ def bindings_of(target) -> dict[str, str]:
     for name in _global_names(code):
         if name not in values and name in namespace:
             values[name] = namespace[name]
-    out: dict[str, str] = {}
-    for name in sorted(values):
-        spec = _instance_spec(values[name])
-        if spec is not None and len(out) < MAX_BINDINGS:
-            out[name] = spec
-    return out
+    return values
 
 
 def module_classes_of(target) -> list[str]:
@@ -106,20 +112,8 @@ def module_classes_of(target) -> list[str]:
         roots.append(target)
     elif inspect.ismethod(target) and _is_module(target.__self__):
         roots.append(target.__self__)
-    elif inspect.isfunction(target):
-        function = _unwrapped(target)
-        code = getattr(function, "__code__", None)
-        if code is not None:
-            for cell in function.__closure__ or ():
-                try:
-                    value = cell.cell_contents
-                except ValueError:
-                    continue
-                if _is_module(value):
-                    roots.append(value)
-            namespace = getattr(function, "__globals__", {})
-            roots.extend(namespace[name] for name in _global_names(code)
-                         if name in namespace and _is_module(namespace[name]))
+    else:
+        roots.extend(value for value in _free_values(target).values() if _is_module(value))
     out: list[str] = []
     for root in roots:
         for module in root.modules():
