@@ -15,7 +15,7 @@ evidence in the source:
 * it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
   one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);
   a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed; any
-  other dim is *unknown* (`None`), which TCL505 still reports and TCL506 does not.
+  other dim is *unknown* (`None`), which TCL505 and TCL506 report (not *fixed*).
 
 Names are evidence of the author's intent, not proof; each finding says which evidence it used.
 """

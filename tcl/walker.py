@@ -495,6 +495,15 @@ class FunctionWalker(cst.CSTVisitor):
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_loop_target(node.target, node.iter)
 
+    def bind_comprehension_targets(self, comprehension: cst.BaseComp) -> None:
+        """Bind a comprehension's loop variables now, for a rule that judges its element when
+        it enters the comprehension (rules run before the walk reaches `for_in`); the walk
+        binds them the same way again."""
+        for_in = comprehension.for_in
+        while for_in is not None:
+            self._bind_loop_target(for_in.target, for_in.iter)
+            for_in = for_in.inner_for_in
+
     def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """`for a, b in zip(xs, ys)` / `for i, x in enumerate(xs)`: bind element by element."""
         if isinstance(iterable, cst.Call) and isinstance(target, (cst.Tuple, cst.List)):
@@ -635,6 +644,8 @@ class FunctionWalker(cst.CSTVisitor):
     def _display_kinds(self, value: cst.BaseExpression) -> tuple[Kind, ...] | None:
         if isinstance(value, cst.Name) and value.value in self.tuple_env:
             return self.tuple_env[value.value]
+        if isinstance(value, cst.Name) and isinstance(self.origins.get(value.value), cst.Tuple):
+            value = self.origins[value.value]  # `tensors = (x, y)`: a tuple cannot change (a list can)
         if isinstance(value, (cst.Tuple, cst.List)) and not any(
             isinstance(e, cst.StarredElement) for e in value.elements
         ):
@@ -729,6 +740,9 @@ class FunctionWalker(cst.CSTVisitor):
                 return Kind.META
             if name in ("builtins.enumerate", "builtins.zip", "builtins.reversed"):
                 return Kind.UNKNOWN  # tuples: bound element-wise below when possible
+        kinds = self._display_kinds(iterable)
+        if kinds and all(is_tensor(k) for k in kinds):
+            return Kind.TENSOR  # `for t in (x, y)`: every element of the display is a tensor
         kind = self.kind(iterable)
         if kind == Kind.MODULE:
             return Kind.MODULE

@@ -95,6 +95,38 @@ def _hashed_container(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     return False
 
 
+_SET_BUILDERS = frozenset({"builtins.set", "builtins.frozenset"})
+
+
+def _hashed_size(element: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
+    """The changing size a set hashes when it holds `element`: the element itself when it is a
+    size, or a whole `t.shape` of a tensor whose sizes may change (a torch.Size hashes each of
+    its sizes). Measured on 2.13: `len({x.shape[0], 3})`, `set(t.size(0) for t in ts)`,
+    `set(x.shape)`, `{x.shape}` and frozenset(...) compile on every new size."""
+    if is_size(element, ctx):
+        return element
+    tensor = whole_shape(element, ctx)
+    if tensor is not None and not fixed_tensor(tensor, ctx):
+        return element
+    return None
+
+
+def _set_elements(call: cst.Call, ctx) -> list[cst.BaseExpression]:
+    """What `set(...)` / `frozenset(...)` hashes: the elements of a display or the element of a
+    generator or list comprehension passed to it, or the sizes of a whole shape (`set(x.shape)`).
+    A set comprehension or display passed to it is the Set/SetComp visitor's."""
+    if ctx.qualname(call.func) not in _SET_BUILDERS or len(call.args) != 1 or call.args[0].keyword is not None:
+        return []
+    arg = call.args[0].value
+    if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
+        ctx.bind_comprehension_targets(arg)
+        return [arg.elt]
+    if isinstance(arg, (cst.List, cst.Tuple)):
+        return [e.value for e in arg.elements if not isinstance(e, cst.StarredElement)]
+    tensor = whole_shape(arg, ctx)
+    return [arg] if tensor is not None and not fixed_tensor(tensor, ctx) else []
+
+
 _SEQUENCE_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted",
                                 "builtins.reversed"})
 
@@ -142,7 +174,8 @@ class SizeSpecialisedByPython(Rule):
         "After a size first changes, Dynamo makes it symbolic and stops recompiling for new "
         "values, unless Python code needs the exact int: as a dict or list key, as the "
         "argument of list.index(), as a value looked up with `in` in a set or dict (a list or "
-        "tuple only compares, the size stays symbolic), as "
+        "tuple only compares, the size stays symbolic), as a member of a set (`{n, m}`, "
+        "`set(t.size(0) for t in ts)`, `set(x.shape)`: hashing needs the value), as "
         "a Python loop's trip count (statement or comprehension), as the length of a Python "
         "list (`list(range(n))`, `[0.0] * n`) or as the number of chunks of `t.chunk(n)`. Each "
         "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
@@ -198,6 +231,16 @@ def fn(x):
     if n in (1024, 3072):  # a tuple compares element by element: the size stays symbolic
         top = top * 2
     return top.sum() * scale + x[:, torch.randperm(n)].sum()
+''', calls=SHAPES), Example('''
+import torch
+
+WEIGHT = torch.randn(3, 3)
+
+@torch.compile
+def fn(x):
+    sizes = (x.shape[1], x.shape[1] // 2)  # a tuple only compares: the sizes stay symbolic
+    square = len(set(WEIGHT.shape)) == 1  # a set of a constant tensor's sizes
+    return x * sizes[1] if square else x
 ''', calls=SHAPES), Example('''
 import torch
 
@@ -292,6 +335,24 @@ def fn(x):
         x = x + 1
     return x
 ''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x: torch.Tensor, y: torch.Tensor):
+    tensors = (x, y)
+    if len(set(t.size(1) for t in tensors)) < 2:  # BREAK
+        return x + y
+    return x * y
+''', calls="[(torch.randn(2, n), torch.randn(2, n)) for n in (4, 8, 16, 32)]"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    distinct = {x.shape[1], 4}  # BREAK
+    return x * len(distinct)
+''', calls=SHAPES),
     ]
 
     # -- the uses that specialise ---------------------------------------------------------
@@ -306,10 +367,26 @@ def fn(x):
             size = _range_size(node.args[0].value, ctx)
             if size is not None:
                 self._report(node, size, "length of a Python list", ctx)
-            return
+                return
         pieces = _chunk_count(node, qualname, ctx)
         if pieces is not None and is_size(pieces, ctx):
             self._report(node, pieces, "number of chunks", ctx)
+            return
+        self._hashed(node, _set_elements(node, ctx), ctx)
+
+    def visit_Set(self, node: cst.Set, ctx) -> None:
+        self._hashed(node, [e.value for e in node.elements if not isinstance(e, cst.StarredElement)], ctx)
+
+    def visit_SetComp(self, node: cst.SetComp, ctx) -> None:
+        ctx.bind_comprehension_targets(node)
+        self._hashed(node, [node.elt], ctx)
+
+    def _hashed(self, node: cst.CSTNode, elements: list[cst.BaseExpression], ctx) -> None:
+        for element in elements:
+            size = _hashed_size(element, ctx)
+            if size is not None:
+                self._report(node, size, "member of a Python set (hashed)", ctx)
+                return
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -353,6 +430,9 @@ def fn(x):
 
     def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
         expr = cst.Module([]).code_for_node(size)
+        if whole_shape(size, ctx) is not None:
+            ctx.report(self, node, self.message.format(expr=f"every size of {expr}", use=use))
+            return
         fact = changing_size(size, ctx)
         why = f" ({fact.why})" if fact is not None and fact.why != expr else ""
         ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use))
@@ -560,8 +640,8 @@ def fn(x):
 
     def _report_sized(self, node: cst.Call, call: str, ctx) -> None:
         for arg in node.args:
-            size = size_of(arg.value, ctx)
-            if size is not None and size.varies is True:
+            size = changing_size(arg.value, ctx)
+            if size is not None:
                 what = f"takes the size {_text(arg.value)} ({size.why})" if size.why != _text(arg.value) else \
                     f"takes the size {_text(arg.value)}"
             elif is_changing_int(arg.value, ctx):
