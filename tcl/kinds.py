@@ -257,8 +257,8 @@ class KindEvaluator:
                 return Kind.TENSOR  # torch.Tensor(...), torch.IntTensor([...]) build tensors
             if last[:1].isupper() or last.startswith("_"):
                 return Kind.UNKNOWN
-            if last in ("any", "all"):
-                return Kind.BOOL_TENSOR
+            if last in ("any", "all") or _bool_dtype(node, self.index.qualify):
+                return Kind.BOOL_TENSOR  # `torch.ones(n, dtype=torch.bool)`: a mask
             return Kind.TENSOR
         if qualname.startswith("numpy."):
             # Dynamo traces NumPy by turning arrays (and NumPy results of Python numbers) into
@@ -293,6 +293,12 @@ class KindEvaluator:
         if receiver == Kind.SCALAR:
             return Kind.SCALAR
         return Kind.UNKNOWN
+
+
+def _bool_dtype(node: cst.Call, qualname) -> bool:
+    """A call given `dtype=torch.bool`."""
+    return any(arg.keyword is not None and arg.keyword.value == "dtype" and qualname(arg.value) == "torch.bool"
+               for arg in node.args)
 
 
 def string_key(node: cst.Subscript) -> tuple[str, str] | None:

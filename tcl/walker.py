@@ -206,7 +206,8 @@ class FunctionWalker(cst.CSTVisitor):
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         # Every default-mode break that makes Dynamo skip the frame when it runs (_note_skip):
         # (its rule or None, the block within which every later point comes after it -- None:
-        # the function body --, its candidate).
+        # the function body --, its candidate, and whether no return/break/continue came
+        # before it: only then does every point of its block, earlier ones too, reach it).
         self._skips: list[tuple] = []
         self._recompile_hazards: list[Candidate] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
@@ -252,7 +253,7 @@ class FunctionWalker(cst.CSTVisitor):
             self._recompile_hazards.append(candidate)
         if self._skips and rule.category == "graph-break" and not candidate.nested:
             within = {id(n) for n in self.stack}
-            earlier = [(r, c) for r, scope, c in self._skips if scope is None or id(scope) in within]
+            earlier = [(r, c) for r, scope, c, _ in self._skips if scope is None or id(scope) in within]
             if earlier:
                 candidate.masked_by = tuple(dict.fromkeys(r for r, _ in earlier))
                 candidate.masked_at = earlier[0][1]
@@ -325,12 +326,28 @@ class FunctionWalker(cst.CSTVisitor):
     def _note_skip(self, rule, candidate: "Candidate | None") -> None:
         """Record a default-mode break here (`rule`, or None for a call into a helper that
         breaks) if it makes Dynamo skip the frame (tcl/frame_skips.py), with the block whose
-        later breaks it hides (`report`) and whose recompile hazards never recompile (`run`)."""
-        if self._exited:
-            return  # an earlier return / break / continue may leave before it
+        later breaks it hides (`report`) and whose recompile hazards never recompile (`run`).
+        After a return / break / continue that may leave before it, it still hides what
+        follows it in that block (every path there passes it), not what came before."""
         skips, scope = skip_scope(self.stack, self._resumable)
         if skips:
-            self._skips.append((rule, scope, candidate))
+            self._skips.append((rule, scope, candidate, not self._exited))
+
+    def _note_branch_skips(self, node: cst.If) -> None:
+        """`if batched: <loop that breaks> else: <loop that breaks>`: when both branches hold a
+        frame-skipping break on a plain path (its block is the branch itself) and the same rules
+        remove them, every call that passes the `if` skips the frame: what follows the `if` in
+        its block is hidden too."""
+        if node.orelse is None:
+            return
+        body = [entry for entry in self._skips if entry[1] is node.body]
+        orelse = [entry for entry in self._skips if entry[1] is node.orelse]
+        if not body or not orelse or {e[0] for e in body} != {e[0] for e in orelse}:
+            return
+        _, scope = skip_scope(self.stack, self._resumable)
+        whole = all(entry[3] for entry in body + orelse)
+        for rule, _, candidate, _ in body:
+            self._skips.append((rule, scope, candidate, whole))
 
     def _unconditional(self, node: cst.CSTNode) -> bool:
         """Whether every call of the function reaches `node` (the walk is at `node`): only `if`
@@ -362,7 +379,8 @@ class FunctionWalker(cst.CSTVisitor):
         if self._skips and self._recompile_hazards:
             hazards = self._recompile_hazards
             for candidate, within in zip(hazards, ancestor_ids(self.function.node.body, [c.node for c in hazards])):
-                rules = [rule for rule, scope, _ in self._skips if scope is None or id(scope) in within]
+                # (A skip after an exit may not be reached from a hazard before it: not used.)
+                rules = [rule for rule, scope, _, whole in self._skips if whole and (scope is None or id(scope) in within)]
                 if rules:
                     candidate.eager_frame = tuple(dict.fromkeys(rules))
         return self.result
@@ -423,6 +441,8 @@ class FunctionWalker(cst.CSTVisitor):
                 self.kind.forget()
                 if facts:
                     self.fact_scopes.pop()
+            if self._skips:
+                self._note_branch_skips(node)
             return False
         live = node.body if truth else node.orelse
         if live is not None:
@@ -553,12 +573,15 @@ class FunctionWalker(cst.CSTVisitor):
         self._bind_target(original_node.target, self.kind(original_node.value))
 
     def leave_Break(self, original_node: cst.Break) -> None:
+        self._passed_exit()
+
+    def _passed_exit(self) -> None:
         self._exited = self._exited or not self.inside_nested_function()
 
     leave_Continue = leave_Break
 
     def leave_Return(self, original_node: cst.Return) -> None:
-        self._exited = self._exited or not self.inside_nested_function()
+        self._passed_exit()
         if self.parent(0) is not original_node:
             return
         if self.inside_nested_function():

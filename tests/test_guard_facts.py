@@ -362,6 +362,44 @@ def test_a_skipping_break_hides_the_rest_of_its_branch(tmp_path):
     assert compiler_breaks(BRANCH_LOOP, "split", "(torch.ones(2), torch.tensor([1, 2]))") == [15]
 
 
+# The same split with a loop that breaks in both branches (torchkbnufft's batched and unbatched
+# cases): every call skips the frame, so what follows the `if` is hidden too. A return before the
+# loop (pykeen's cached result) does not change that: every path to the later break passes the loop.
+BOTH_BRANCHES_LOOP = """
+    import torch
+
+
+    @torch.compile
+    def split(x, factors, cached=None):
+        if cached is not None:
+            return cached
+        threads = 1
+        if x.ndim == 2:
+            for factor in factors:
+                if int(factor) > 1:
+                    threads = int(factor)
+        else:
+            for factor in factors:
+                if int(factor) < 4:
+                    threads = int(factor)
+        return x * threads + x.sum().item()
+"""
+
+
+def test_a_skipping_break_in_both_branches_hides_what_follows(tmp_path):
+    # (TCL504, the loop over `factors`, stays: after the early return tcl cannot tell that the
+    # loop's break skips the frame on every call that reaches the loop, so it keeps the hazard.)
+    assert check(tmp_path, BOTH_BRANCHES_LOOP) == [("TCL204", 12), ("TCL204", 16), ("TCL504", 11)]
+    args = "(torch.ones(2, 2), torch.tensor([1, 2]))", "(torch.ones(2), torch.tensor([1, 2]))"
+    assert compiler_breaks(BOTH_BRANCHES_LOOP, "split", args[0]) == [12]
+    assert compiler_breaks(BOTH_BRANCHES_LOOP, "split", args[1]) == [16]
+    # With the else branch free of breaks, the line after the `if` is reached and breaks.
+    one_branch = BOTH_BRANCHES_LOOP.replace("if int(factor) < 4:\n                    threads = int(factor)",
+                                            "if factor.numel() < 4:\n                    threads = 2")
+    assert ("TCL203", 18) in check(tmp_path, one_branch)
+    assert compiler_breaks(one_branch, "split", args[1]) == [18]
+
+
 def test_show_hidden_reports_them_as_warnings_that_name_the_earlier_break(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(textwrap.dedent(MASKED))

@@ -65,6 +65,15 @@ import torch
 
 @torch.compile
 def fn(x):
+    keep = torch.ones(x.shape[1], dtype=torch.bool, device=x.device)
+    keep[0] = False
+    return x[:, keep, 0].sum()  # BREAK
+''', args="(torch.randn(2, 4, 3),)"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
     idx = torch.nonzero(x > 0)  # BREAK
     return idx.float().sum() + x
 '''),
