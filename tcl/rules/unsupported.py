@@ -184,6 +184,22 @@ class AutogradCall(Rule):
     VALID = [Example('''
 import torch
 
+
+class _Kernels:  # stands for a compiled extension module: its backward is a kernel, not autograd
+    @staticmethod
+    def backward(grad):
+        return grad * 2
+
+
+_C = _Kernels()
+
+
+@torch.compile
+def fn(x):
+    return _C.backward(x)
+'''), Example('''
+import torch
+
 @torch.compile
 def loss_fn(x):
     return (x * 2).pow(2).mean()
@@ -223,8 +239,16 @@ def fn(x):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             receiver = ctx.kind(func.value)
-            if receiver not in (Kind.META, Kind.MODULE) and not _is_self_or_cls(func.value):
-                ctx.report(self, node, self.message.format(what=".backward()"))
+            if receiver in (Kind.META, Kind.MODULE) or _is_self_or_cls(func.value) or \
+                    (not is_tensor(receiver) and _global_name(func.value, ctx)):
+                return
+            ctx.report(self, node, self.message.format(what=".backward()"))
+
+
+def _global_name(node: cst.BaseExpression, ctx) -> bool:
+    """`_C.backward(...)`: a module-level name (an imported extension module, a global) that the
+    function neither binds nor takes as a parameter; its `.backward` is no tensor's."""
+    return isinstance(node, cst.Name) and node.value not in ctx.assigned and not ctx.is_parameter(node.value)
 
 
 def _is_self_or_cls(node: cst.BaseExpression) -> bool:
