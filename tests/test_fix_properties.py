@@ -89,6 +89,23 @@ PATTERNS = [
         def fn(x):
             return x.relu() if not x.any() else x * 3
         """, ("TCL201",), "x", "torch.randn(4, 4)"),
+    Pattern("masked_update_float", """
+        @torch.compile
+        def fn(x):
+            x = x.clone()
+            x[x >= 1.0] -= 1.0
+            x[0.0 > x] += 1.0
+            x[x != 0.5] /= 2
+            return x
+        """, ("TCL301",), "x", "torch.randn(4, 4) * 2"),
+    Pattern("masked_update_int", """
+        @torch.compile
+        def fn(x):
+            x = x.clone()
+            x[x > 0] -= 2
+            x[-1 >= x] *= 3
+            return x
+        """, ("TCL301",), "x", "torch.randn(4, 4) * 2"),
     Pattern("item_comparison", """
         @torch.compile
         def fn(x):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
+from ..fixes.masked_update import fix_masked_update
 from ..fixes.one_hot import fix_one_hot
 from .base import DEFAULT_MODE, Example, Rule
 
@@ -27,6 +28,7 @@ class DynamicOutputShape(Rule):
     gb = (((2, 0), "GB0036"),)
     modes = frozenset({DEFAULT_MODE})
     removed_by = frozenset({"capture_dynamic_output_shape_ops"})
+    fixer = staticmethod(fix_masked_update)  # `x[x > c] += d` only
     rationale = (
         "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), boolean-mask "
         "indexing or repeat_interleave with tensor repeats a static shape and ends the graph. "
