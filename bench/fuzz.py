@@ -423,7 +423,7 @@ FIX_CRASHES = ("fix-escape", "fix-invalid", "fix-internal")
 def classify_fix(analyzer: Analyzer, source: str, path: str = "fuzz.py") -> Outcome:
     """`tcl fix`'s driver on one program: it may refuse the file or change nothing, but no
     exception may escape, and every rewrite must parse (and compile, when the input did)."""
-    from tcl.fixes.apply import compiles, fix_source, syntax_problem
+    from tcl.fixing.apply import compiles, fix_source, syntax_problem
 
     _LAST_TRACEBACK[0] = ""
     try:

@@ -418,7 +418,7 @@ def fix_area() -> None:
 # -- area: the file changes between fix's read and its write ----------------------------------
 CHANGE_AFTER_READ = textwrap.dedent('''\
     import os, sys, shutil
-    import tcl.fixes.apply as apply
+    import tcl.fixing.apply as apply
     from tcl.cli import main
     fix_source = apply.fix_source
     def fix_then_change(text, path, *args, **kwargs):
@@ -473,7 +473,7 @@ def race_area() -> None:
 # -- area: temporary files a SIGKILL leaves ----------------------------------------------------
 KILLED_AT_REPLACE = textwrap.dedent('''\
     import os, signal, sys
-    from tcl.fixes import writer
+    from tcl.fixing import writer
     path = sys.argv[1]
     data = open(path, "rb").read()
     os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)

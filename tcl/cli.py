@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("code")
 
     add_verify_parser(commands)  # `tcl verify` imports and runs the code: see tcl/verify/
-    from .fixes.command import add_parser as add_fix_parser
+    from .fixing.command import add_parser as add_fix_parser
 
     add_fix_parser(commands, add_config_options)  # `tcl fix`: see tcl/fixes/
     from .bench import add_parser as add_bench_parser
@@ -232,7 +232,7 @@ def rule_summary(rule) -> dict:
 
 
 def cmd_fix(args: argparse.Namespace) -> int:
-    from .fixes.command import run_fix
+    from .fixing.command import run_fix
 
     return run_fix(args, resolve_config(args, args.paths))
 

@@ -5,7 +5,7 @@ input beyond its limits is not an exception but a segfault (the C stack overflow
 that grows until the OOM killer ends the whole run. `refusal(path, source)` finds such input
 first, cheaply, and answers a one-line FileError naming the file (and the line, where one is to
 blame); `tcl check` (-j1 and -jN), `tcl fix` (its input and every rewrite it makes), flake8 and
-the LSP all reach libcst only through `tcl.engine.parse_source` and `tcl.fixes.apply
+the LSP all reach libcst only through `tcl.engine.parse_source` and `tcl.fixing.apply
 .syntax_problem`, which ask it first. The limits sit far above real code: over the 10,000 .py
 files of a scientific Python install the longest dotted name has 23 parts and the longest line
 72,574 characters.

@@ -46,7 +46,7 @@ from .config import Config, ConfigError, find_pyproject, load
 from .engine import Analyzer, NodeReport, parse_source
 from .files import DEFAULT_EXCLUDES, Excluder, package_of
 from .findings import ERROR, Finding
-from .fixes.apply import apply_fixes, collect_fixes, fix_source, torch_bound
+from .fixing.apply import apply_fixes, collect_fixes, fix_source, torch_bound
 from .fixes.base import SAFE, UNSAFE, Fix
 from .incremental import EditMemo
 from .incremental_parse import StatementMemo

@@ -12,9 +12,9 @@ from tcl.cli import main
 from tcl.config import Config
 from tcl.engine import Analyzer
 from tcl.fixes import SUGGESTION, UNSAFE
-from tcl.fixes import apply as fix_apply
-from tcl.fixes import writer
-from tcl.fixes.apply import fix_source
+from tcl.fixing import apply as fix_apply
+from tcl.fixing import writer
+from tcl.fixing.apply import fix_source
 
 
 def src(text: str) -> str:

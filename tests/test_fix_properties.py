@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tcl.config import Config  # noqa: E402
 from tcl.engine import Analyzer  # noqa: E402
-from tcl.fixes.apply import fix_source  # noqa: E402
+from tcl.fixing.apply import fix_source  # noqa: E402
 from tcl.oracle import probe_source  # noqa: E402
 
 FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)

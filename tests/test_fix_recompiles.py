@@ -24,7 +24,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from tcl.config import Config  # noqa: E402
 from tcl.engine import Analyzer  # noqa: E402
-from tcl.fixes.apply import fix_source  # noqa: E402
+from tcl.fixing.apply import fix_source  # noqa: E402
 from tcl.verify.compile_trace import CompileTrace, persistent  # noqa: E402
 
 SOURCE = textwrap.dedent('''

@@ -1,4 +1,4 @@
-"""`tcl fix --verify` (tcl/fixes/verification.py): unsafe fixes are tried on the compiler with the
+"""`tcl fix --verify` (tcl/fixing/verification.py): unsafe fixes are tried on the compiler with the
 file's examples and kept only when eager outputs stay identical, compiled outputs match, breaks
 go down and nothing recompiles more. These tests run the real children (torch, backend eager)."""
 
@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tcl.cli import main  # noqa: E402
-from tcl.fixes.verification import compare, module_location  # noqa: E402
+from tcl.fixing.verification import compare, module_location  # noqa: E402
 
 GATES = '''
 import torch

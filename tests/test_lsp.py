@@ -265,7 +265,7 @@ def test_server_side_never_imports_torch():
         from tcl.lsp import create_server
         from tcl.config import Config
         from tcl.engine import Analyzer
-        from tcl.fixes.apply import fix_source
+        from tcl.fixing.apply import fix_source
         create_server()
         fixed = fix_source(SOURCE, "model.py", Analyzer(Config()))
         assert fixed.applied and fixed.remaining == [], fixed

@@ -576,7 +576,7 @@ def _fix(tmp_path, monkeypatch, behaviour, *options):
     import io
 
     from tcl.cli import build_parser, resolve_config
-    from tcl.fixes.command import run_fix
+    from tcl.fixing.command import run_fix
     from tcl.rules.side_effects import PrintCall as Rule
 
     original = Rule.fixer
@@ -650,7 +650,7 @@ def test_fix_of_deep_nesting_python_accepts(tmp_path):
 
 
 def test_fix_summary_counts_the_findings_of_a_file_it_could_not_fix(tmp_path, monkeypatch):
-    import tcl.fixes.apply as apply
+    import tcl.fixing.apply as apply
 
     monkeypatch.setattr(apply, "syntax_problem", lambda *a, **k: "invented problem")
     status, out, err = _fix(tmp_path, monkeypatch, lambda: None, "--apply")

@@ -394,7 +394,7 @@ def test_force_write_is_in_help():
 # -- item 8: temporary files left by a killed run --------------------------------------------
 KILLED_AT_REPLACE = textwrap.dedent('''\
     import os, signal, sys
-    from tcl.fixes import writer
+    from tcl.fixing import writer
 
     path = sys.argv[1]
     with open(path, "rb") as handle:

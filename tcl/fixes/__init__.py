@@ -1,7 +1,7 @@
 """`tcl fix`: libcst rewrites that remove a graph break and keep eager results identical.
 
 Each rule that can be fixed names its fixer (`Rule.fixer`, a function in this package); the
-driver (`tcl.fixes.apply`) runs the one analysis engine, hands every finding's node to its
+driver (`tcl.fixing.apply`) runs the one analysis engine, hands every finding's node to its
 rule's fixer, applies the non-overlapping edits, re-analyses and repeats until nothing changes.
 
 A fixer returns a `Fix` with a safety level:

@@ -160,7 +160,7 @@ MAX_SINGLE_CANDIDATES = 8
 
 def _verified(session, path: str, text: str, proven, analyzer, options):
     """(the fix summary to keep, one verdict line per fix) for `tcl fix --verify`: the proven
-    (safe) fixes, plus the unsafe ones the compiler confirms (tcl/fixes/verification.py)."""
+    (safe) fixes, plus the unsafe ones the compiler confirms (tcl/fixing/verification.py)."""
     from .bounded import fix_file
     from .verification import has_examples
 

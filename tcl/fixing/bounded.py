@@ -81,7 +81,7 @@ def _why(outcome: Bounded, timeout: float | None, memory_mb: int | None) -> str:
 
 
 def read_within(path: str, timeout: float | None):
-    """tcl.fixes.writer.read under the wall-clock limit: a read that blocks is a SourceError."""
+    """tcl.fixing.writer.read under the wall-clock limit: a read that blocks is a SourceError."""
     from ..files import SourceError
     from .writer import read
 

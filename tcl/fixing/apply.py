@@ -16,8 +16,8 @@ import libcst as cst
 
 from ..findings import FileError, Finding
 from ..guards import refusal
-from .base import SAFE, SUGGESTION, UNSAFE, Fix, FixContext
-from .settings import settings_fixes
+from ..fixes.base import SAFE, SUGGESTION, UNSAFE, Fix, FixContext
+from ..fixes.settings import settings_fixes
 
 MAX_ROUNDS = 8
 
@@ -187,7 +187,7 @@ def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
                          kinds.get(candidate.node, {}))
         try:
             fix = candidate.rule.fixer(finding, candidate.node, ctx)
-        except MemoryError:  # not a fixer bug: the file's memory limit (tcl.fixes.bounded)
+        except MemoryError:  # not a fixer bug: the file's memory limit (tcl.fixing.bounded)
             raise
         except Exception as exc:  # a fixer bug must not end the run
             warnings.append(f"{finding.path}:{finding.line}: {finding.code} fixer failed: {type(exc).__name__}: {exc}")

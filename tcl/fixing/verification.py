@@ -74,7 +74,7 @@ def run_variant(path: str, text: str, tmp: str, label: str) -> tuple[dict | None
     with open_new(source, "wb") as handle:
         handle.write(text.encode("utf-8"))
     out = os.path.join(tmp, f"{label}.pt")
-    command = [sys.executable, "-m", "tcl.fixes.verification", "--child", source, dotted, root, out]
+    command = [sys.executable, "-m", "tcl.fixing.verification", "--child", source, dotted, root, out]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
     except subprocess.TimeoutExpired:
