@@ -21,12 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import SAFE, Fix
-
-
-def _plain(node: cst.BaseExpression) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name)
+from .exprs import plain_reference
 
 
 def fix_fill_diagonal(finding, node: cst.CSTNode, ctx) -> Fix | None:
@@ -37,7 +32,7 @@ def fix_fill_diagonal(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if not isinstance(statement, cst.Expr) or statement.value is not node:
         return None
     receiver = node.func.value
-    if not _plain(receiver):
+    if not plain_reference(receiver):
         return None
     values = [a for a in node.args if a.keyword is None or a.keyword.value == "fill_value"]
     others = [a for a in node.args if a not in values]

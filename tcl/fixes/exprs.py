@@ -40,6 +40,13 @@ def is_number(node: cst.BaseExpression) -> bool:
     return number(node) is not None
 
 
+def plain_reference(node: cst.BaseExpression) -> bool:
+    """A name or attribute chain (`t`, `self.buf`): read several times, with no side effect."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
 def exact_in_float_dtypes(value: int | float) -> bool:
     """Whether `t OP value` on a float16/bfloat16/float32/float64 (or integer) tensor gives the
     same answer as Python's `t.item() OP value`.

@@ -29,23 +29,12 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import SAFE, Fix
+from .exprs import is_number, plain_reference
 
 _IN_PLACE = {
     cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_",
 }
 _COMPARISONS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-
-
-def _plain(node: cst.BaseExpression) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name)
-
-
-def _number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
 
 
 def _self_mask(mask: cst.BaseExpression, target: str, ctx) -> bool:
@@ -56,7 +45,7 @@ def _self_mask(mask: cst.BaseExpression, target: str, ctx) -> bool:
     if not isinstance(comparison.operator, _COMPARISONS):
         return False
     sides = (mask.left, comparison.comparator)
-    return any(ctx.code(a) == target and _number(b) for a, b in (sides, sides[::-1]))
+    return any(ctx.code(a) == target and is_number(b) for a, b in (sides, sides[::-1]))
 
 
 def fix_masked_update(finding, node: cst.CSTNode, ctx) -> Fix | None:
@@ -66,8 +55,8 @@ def fix_masked_update(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if not isinstance(statement, cst.AugAssign) or statement.target is not node:
         return None
     method = _IN_PLACE.get(type(statement.operator))
-    if method is None or not _plain(node.value) or len(node.slice) != 1 \
-            or not isinstance(node.slice[0].slice, cst.Index) or not _number(statement.value):
+    if method is None or not plain_reference(node.value) or len(node.slice) != 1 \
+            or not isinstance(node.slice[0].slice, cst.Index) or not is_number(statement.value):
         return None
     x = ctx.code(node.value)
     mask = node.slice[0].slice.value

@@ -111,11 +111,11 @@ def _hashed_size(element: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
     return None
 
 
-def _set_elements(call: cst.Call, ctx) -> list[cst.BaseExpression]:
+def _set_elements(call: cst.Call, qualname: str | None, ctx) -> list[cst.BaseExpression]:
     """What `set(...)` / `frozenset(...)` hashes: the elements of a display or the element of a
-    generator or list comprehension passed to it, or the sizes of a whole shape (`set(x.shape)`).
+    generator or list comprehension passed to it, else the argument itself (`set(x.shape)`).
     A set comprehension or display passed to it is the Set/SetComp visitor's."""
-    if ctx.qualname(call.func) not in _SET_BUILDERS or len(call.args) != 1 or call.args[0].keyword is not None:
+    if qualname not in _SET_BUILDERS or len(call.args) != 1 or call.args[0].keyword is not None:
         return []
     arg = call.args[0].value
     if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
@@ -123,8 +123,7 @@ def _set_elements(call: cst.Call, ctx) -> list[cst.BaseExpression]:
         return [arg.elt]
     if isinstance(arg, (cst.List, cst.Tuple)):
         return [e.value for e in arg.elements if not isinstance(e, cst.StarredElement)]
-    tensor = whole_shape(arg, ctx)
-    return [arg] if tensor is not None and not fixed_tensor(tensor, ctx) else []
+    return [arg]
 
 
 _SEQUENCE_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted",
@@ -372,7 +371,7 @@ def fn(x):
         if pieces is not None and is_size(pieces, ctx):
             self._report(node, pieces, "number of chunks", ctx)
             return
-        self._hashed(node, _set_elements(node, ctx), ctx)
+        self._hashed(node, _set_elements(node, qualname, ctx), ctx)
 
     def visit_Set(self, node: cst.Set, ctx) -> None:
         self._hashed(node, [e.value for e in node.elements if not isinstance(e, cst.StarredElement)], ctx)
