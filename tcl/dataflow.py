@@ -58,6 +58,12 @@ BOOL_METHODS = frozenset({
     "logical_xor", "isnan", "isinf", "isfinite", "isclose", "isneginf", "isposinf", "eq_",
     "ne_", "signbit",
 })
+# Methods that move or copy a tensor's elements without changing their values or dtype: a mask
+# stays a mask through them (`mask.view(-1)`, `keep.unsqueeze(0)`).
+LAYOUT_METHODS = frozenset({
+    "view", "reshape", "flatten", "squeeze", "unsqueeze", "expand", "expand_as", "contiguous",
+    "clone", "detach", "t", "transpose", "permute", "flip", "repeat", "view_as", "reshape_as",
+})
 # torch functions that return metadata or Python values rather than tensor data.
 TORCH_META_FUNCTIONS = frozenset({
     "torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",

@@ -12,7 +12,7 @@ from typing import Callable
 import libcst as cst
 
 from .dataflow import (
-    BOOL_METHODS, META_ATTRIBUTES, META_BUILTINS, META_METHODS, SCALAR_BUILTINS,
+    BOOL_METHODS, LAYOUT_METHODS, META_ATTRIBUTES, META_BUILTINS, META_METHODS, SCALAR_BUILTINS,
     TENSOR_PRESERVING_BUILTINS, TORCH_BOOL_FUNCTIONS, TORCH_META_FUNCTIONS, Kind, constant_kind,
     is_tensor, join,
 )
@@ -280,6 +280,8 @@ class KindEvaluator:
             if method in ("item", "tolist"):
                 return Kind.SCALAR
             if method in BOOL_METHODS or method in ("any", "all"):
+                return Kind.BOOL_TENSOR
+            if receiver == Kind.BOOL_TENSOR and method in LAYOUT_METHODS:
                 return Kind.BOOL_TENSOR
             if method in ("numpy", "backward", "register_hook", "__len__", "data_ptr") or method in MAPPING_METHODS:
                 return Kind.UNKNOWN  # `.items()`/`.get()`: a model output or dict, not a tensor

@@ -103,6 +103,32 @@ import torch
 def fn(x, counts):
     return x.repeat_interleave(counts, dim=0)  # BREAK
 ''', args="(torch.randn(3, 2), torch.tensor([1, 2, 3]))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, counts):
+    pair_sizes = (counts * (counts - 1)).div(2, rounding_mode="floor")
+    pair_indices = torch.repeat_interleave(pair_sizes)  # BREAK
+    return x[pair_indices].sum()
+''', args="(torch.randn(8), torch.tensor([2, 3, 1]))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, sizes):
+    mask = torch.arange(x.shape[1]) < sizes.view(-1, 1)
+    return x.repeat(1, sizes.shape[0])[:, mask.view(-1)].sum()  # BREAK
+''', args="(torch.randn(2, 3), torch.tensor([1, 2]))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, pbc):
+    out = x.clone()
+    out[:, ~pbc] = x[:, ~pbc].clone()  # BREAK
+    return out
+''', args="(torch.randn(2, 3), torch.tensor([True, False, True]))"),
         # the receiver's kind unknown (here the result of a call tcl cannot type): a boolean
         # tensor indexes only tensors (a list raises), so the mask says what the receiver is
         Example('''
@@ -145,16 +171,32 @@ def fn(x):
             return
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and ctx.kind(index.value) == Kind.BOOL_TENSOR:
+            if isinstance(index, cst.Index) and _is_mask(index.value, ctx):
                 ctx.report(self, node, self.message.format(op="boolean-mask indexing"))
                 return
 
 
+def _is_mask(index: cst.BaseExpression, ctx) -> bool:
+    """A boolean tensor used as an index, or `~t` of a tensor: Python's `~` on an index tensor
+    is the complement of a mask (`coordinates[:, :, ~pbc]`, torchani), since an integer index
+    tensor inverted gives negative positions nobody means."""
+    if ctx.kind(index) == Kind.BOOL_TENSOR:
+        return True
+    return (isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.BitInvert)
+            and is_tensor(ctx.kind(index.expression)))
+
+
 def _repeats_argument(node: cst.Call, is_method: bool) -> cst.BaseExpression | None:
+    """The `repeats` of `x.repeat_interleave(repeats)`, `torch.repeat_interleave(x, repeats)` or
+    the one-argument `torch.repeat_interleave(repeats)` (the overload that repeats each index
+    `repeats[i]` times: torchani's `torch.repeat_interleave(pair_sizes)`)."""
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value == "repeats":
             return arg.value
     positional = [a.value for a in node.args if a.keyword is None]
+    if not is_method and len(positional) == 1 and not any(
+            a.keyword is not None and a.keyword.value in ("input", "dim") for a in node.args):
+        return positional[0]
     position = 0 if is_method else 1
     return positional[position] if len(positional) > position else None
 
