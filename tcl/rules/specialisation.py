@@ -120,10 +120,46 @@ def _set_elements(call: cst.Call, qualname: str | None, ctx) -> list[cst.BaseExp
     arg = call.args[0].value
     if isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
         ctx.bind_comprehension_targets(arg)
-        return [arg.elt]
+        return [_size_of_shape_element(arg, ctx) or arg.elt]
     if isinstance(arg, (cst.List, cst.Tuple)):
         return [e.value for e in arg.elements if not isinstance(e, cst.StarredElement)]
     return [arg]
+
+
+def _comprehension_of(node: cst.BaseExpression) -> cst.BaseComp | None:
+    """`(e for t in ts)`, `[e for t in ts]` or `tuple(e for t in ts)` / `list(...)`."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("tuple", "list") \
+            and len(node.args) == 1:
+        node = node.args[0].value
+    return node if isinstance(node, (cst.GeneratorExp, cst.ListComp)) else None
+
+
+def _size_of_shape_element(comprehension: cst.BaseComp, ctx) -> cst.BaseExpression | None:
+    """`s[0] for s in shapes` where `shapes = tuple(tuple(t.shape) for t in tensors)` (pykeen's
+    `_reorder`): the element is dim 0 of each tensor, returned as the synthetic `t.shape[0]`
+    the sizes module judges; None for any other element."""
+    element, for_in = comprehension.elt, comprehension.for_in
+    if not (isinstance(element, cst.Subscript) and isinstance(element.value, cst.Name)
+            and isinstance(for_in.target, cst.Name) and element.value.value == for_in.target.value
+            and len(element.slice) == 1 and isinstance(element.slice[0].slice, cst.Index)
+            and isinstance(element.slice[0].slice.value, cst.Integer)):
+        return None
+    shapes = for_in.iter
+    if isinstance(shapes, cst.Name):
+        shapes = ctx.origins.get(shapes.value)
+    inner = _comprehension_of(shapes) if shapes is not None else None
+    if inner is None:
+        return None
+    ctx.bind_comprehension_targets(inner)
+    shape = inner.elt
+    if isinstance(shape, cst.Call) and isinstance(shape.func, cst.Name) and shape.func.value in ("tuple", "list") \
+            and len(shape.args) == 1:
+        shape = shape.args[0].value
+    tensor = whole_shape(shape, ctx)
+    if tensor is None:
+        return None
+    return cst.Subscript(value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
+                         slice=[cst.SubscriptElement(slice=element.slice[0].slice)])
 
 
 _SEQUENCE_BUILDERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.sorted",
@@ -344,6 +380,16 @@ def fn(x: torch.Tensor, y: torch.Tensor):
         return x + y
     return x * y
 ''', calls="[(torch.randn(2, n), torch.randn(2, n)) for n in (4, 8, 16, 32)]"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x: torch.Tensor, y: torch.Tensor):
+    shapes = tuple(tuple(t.shape) for t in (x, y))
+    if len(set(s[0] for s in shapes if s)) < 2:  # BREAK
+        return x + y
+    return x * y
+''', calls="[(torch.randn(n, 2), torch.randn(n, 2)) for n in (4, 8, 16, 32)]"),
         Example('''
 import torch
 
