@@ -652,3 +652,66 @@ def _holds_tensor(node: cst.BaseExpression, ctx) -> bool:
         not isinstance(element, cst.StarredElement) and is_tensor(ctx.kind(element.value))
         for element in node.elements
     )
+
+
+class RangeOverTensorData(Rule):
+    code = "TCL209"
+    explains_value = True
+    name = "range-over-tensor-data"
+    message = "range() over tensor data ({what}) breaks the graph: Dynamo traces range() of Python ints only"
+    fix = (
+        "count with Python ints from shapes: range(math.prod(x.shape[1:])) instead of "
+        "range(np.prod(x.shape[1:])), range(x.shape[0]) instead of range(mask.sum()); or read "
+        "the count once outside the compiled region"
+    )
+    gb = (((2, 0), "GB0059"),)
+    rationale = (
+        "range() needs Python ints while tracing. Given a tensor (`range(t.sum())`) or a NumPy "
+        "result, which Dynamo traces as a tensor (`range(np.prod(x.shape[1:]))`, nflows' "
+        "autoregressive inverse), it cannot be traced: measured on 2.13, GB0059 (\"builtin "
+        "operator `range` with argument types ['Tensor']\" / ['ndarray']) in default mode, and "
+        "the same error under fullgraph=True. range(int(t)) is TCL204's (the int() breaks first)."
+    )
+    VALID = [Example('''
+import math
+import torch
+
+@torch.compile
+def fn(x):
+    for _ in range(math.prod(x.shape[1:])):
+        x = x + 1
+    for _ in range(x.dim()):
+        x = x * 2
+    return x
+''')]
+    INVALID = [
+        Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    num_inputs = np.prod(x.shape[1:])
+    outputs = torch.zeros_like(x)
+    for _ in range(num_inputs):  # BREAK
+        outputs = outputs + 1
+    return outputs
+'''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, counts):
+    for _ in range(counts.sum()):  # BREAK
+        x = x + 1
+    return x
+''', args="(torch.randn(2, 3), torch.tensor([1, 1]))"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.qualname(node.func) != "builtins.range":
+            return
+        for arg in node.args:
+            if arg.keyword is None and not arg.star and is_tensor(ctx.kind(arg.value)):
+                ctx.report(self, node, self.message.format(what=cst.Module([]).code_for_node(arg.value)))
+                return
