@@ -126,12 +126,12 @@ def _set_elements(call: cst.Call, qualname: str | None, ctx) -> list[cst.BaseExp
     return [arg]
 
 
-def _comprehension_of(node: cst.BaseExpression) -> cst.BaseComp | None:
-    """`(e for t in ts)`, `[e for t in ts]` or `tuple(e for t in ts)` / `list(...)`."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("tuple", "list") \
-            and len(node.args) == 1:
-        node = node.args[0].value
-    return node if isinstance(node, (cst.GeneratorExp, cst.ListComp)) else None
+def _inside_tuple_or_list(node: cst.BaseExpression, ctx) -> cst.BaseExpression:
+    """The argument of `tuple(arg)` / `list(arg)`, else the node itself."""
+    if isinstance(node, cst.Call) and len(node.args) == 1 \
+            and ctx.qualname(node.func) in ("builtins.tuple", "builtins.list"):
+        return node.args[0].value
+    return node
 
 
 def _size_of_shape_element(comprehension: cst.BaseComp, ctx) -> cst.BaseExpression | None:
@@ -147,15 +147,11 @@ def _size_of_shape_element(comprehension: cst.BaseComp, ctx) -> cst.BaseExpressi
     shapes = for_in.iter
     if isinstance(shapes, cst.Name):
         shapes = ctx.origins.get(shapes.value)
-    inner = _comprehension_of(shapes) if shapes is not None else None
-    if inner is None:
+    inner = _inside_tuple_or_list(shapes, ctx) if shapes is not None else None
+    if not isinstance(inner, (cst.GeneratorExp, cst.ListComp)):
         return None
     ctx.bind_comprehension_targets(inner)
-    shape = inner.elt
-    if isinstance(shape, cst.Call) and isinstance(shape.func, cst.Name) and shape.func.value in ("tuple", "list") \
-            and len(shape.args) == 1:
-        shape = shape.args[0].value
-    tensor = whole_shape(shape, ctx)
+    tensor = whole_shape(_inside_tuple_or_list(inner.elt, ctx), ctx)
     if tensor is None:
         return None
     return cst.Subscript(value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
