@@ -20,6 +20,11 @@ LOG_METHODS = frozenset({
 LOGGER_NAMES = frozenset({"logger", "_logger", "LOGGER", "log", "_log"})
 
 
+def source_text(node: cst.CSTNode) -> str:
+    """The source of one node as written (for messages and evidence)."""
+    return cst.Module([]).code_for_node(node)
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .dataflow import Kind, is_tensor
+from .names import source_text
 from .params import all_params
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
@@ -82,10 +83,6 @@ def varies_by_name(name: str) -> bool | None:
     if any(w in _LENGTH_WORDS for w in words):
         return True
     return None
-
-
-def _text(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
@@ -163,10 +160,10 @@ def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
     if not is_tensor(ctx.kind(tensor)):
         return None
     if fixed_tensor(tensor, ctx):
-        return Size(False, f"a size of {_text(tensor)}, which the module holds or builds from constants")
+        return Size(False, f"a size of {source_text(tensor)}, which the module holds or builds from constants")
     if dim == 0:
-        return Size(True, f"dim 0 of {_text(tensor)} (the batch)")
-    return Size(None, f"dim {dim} of {_text(tensor)}" if dim is not None else f"a size of {_text(tensor)}")
+        return Size(True, f"dim 0 of {source_text(tensor)} (the batch)")
+    return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")
 
 
 _CONTAINER_ANNOTATIONS = frozenset({

@@ -11,6 +11,7 @@ import libcst as cst
 from ..dataflow import Kind, is_tensor
 from ..fixes.asserts import fix_assert_message
 from ..fixes.branches import fix_branch, fix_scalar_test
+from ..names import source_text
 from .base import DEFAULT_MODE, Example, Rule
 
 TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
@@ -713,5 +714,5 @@ def fn(x, counts):
             return
         for arg in node.args:
             if arg.keyword is None and not arg.star and is_tensor(ctx.kind(arg.value)):
-                ctx.report(self, node, self.message.format(what=cst.Module([]).code_for_node(arg.value)))
+                ctx.report(self, node, self.message.format(what=source_text(arg.value)))
                 return

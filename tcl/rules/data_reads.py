@@ -23,16 +23,13 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import torch_facts
+from ..names import source_text
 from ..dataflow import Kind, is_tensor
 from ..sizes import fixed_tensor
 from .base import DEFAULT_MODE, Example, Rule
 
 _BATCHES = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
 _VALUES = "[(torch.full((4, 3), float(k)),) for k in (2, 3, 4, 5)]"
-
-
-def _text(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 _READS = ("tolist", "item")
@@ -250,4 +247,4 @@ def fn(x):
                     return
 
     def _report(self, node: cst.CSTNode, value: cst.BaseExpression, use: str, what: str, ctx) -> None:
-        ctx.report(self, node, self.message.format(expr=_text(value), use=use, what=what))
+        ctx.report(self, node, self.message.format(expr=source_text(value), use=use, what=what))

@@ -23,7 +23,7 @@ import libcst as cst
 
 from .. import torch_facts
 from ..dataflow import Kind, is_tensor
-from ..names import dotted
+from ..names import dotted, source_text
 from ..fixes.diagonal import fix_fill_diagonal
 from ..sizes import SIZE_OPERATORS, Size, fixed_tensor, size_of, whole_shape
 from .base import Example, Rule
@@ -526,21 +526,17 @@ def _updated_targets(body: cst.CSTNode) -> set[str]:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.AugAssign):
-            found.add(_text(node.target))
+            found.add(source_text(node.target))
         elif isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, (cst.Subscript, cst.Attribute)):
-                    text = _text(target.target)
-                    if text in _text(node.value):
+                    text = source_text(target.target)
+                    if text in source_text(node.value):
                         found.add(text)
         elif isinstance(node, (cst.BaseExpression, cst.Decorator)):
             continue  # updates are statements: no need to descend into expressions
         stack.extend(_children(node))
     return {t for t in found if "[" in t or "." in t}
-
-
-def _text(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def _changing(ctx) -> tuple[set[str], set[str]]:
@@ -558,7 +554,7 @@ def is_changing_int(node: cst.BaseExpression, ctx) -> bool:
     if isinstance(node, cst.Name):
         return node.value in names
     if isinstance(node, (cst.Subscript, cst.Attribute)):
-        return _text(node) in targets
+        return source_text(node) in targets
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, SIZE_OPERATORS):
         sides = (node.left, node.right)
         return any(is_changing_int(s, ctx) for s in sides) and all(
@@ -683,10 +679,10 @@ def fn(x):
         for arg in node.args:
             size = changing_size(arg.value, ctx)
             if size is not None:
-                what = f"takes the size {_text(arg.value)} ({size.why})" if size.why != _text(arg.value) else \
-                    f"takes the size {_text(arg.value)}"
+                what = f"takes the size {source_text(arg.value)} ({size.why})" if size.why != source_text(arg.value) else \
+                    f"takes the size {source_text(arg.value)}"
             elif is_changing_int(arg.value, ctx):
-                what = f"takes {_text(arg.value)}, an int this function changes on every call"
+                what = f"takes {source_text(arg.value)}, an int this function changes on every call"
             else:
                 continue
             ctx.report(self, node, self.message.format(call=call, what=what))
