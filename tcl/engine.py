@@ -415,13 +415,15 @@ def _message(candidate: Candidate, hidden: int = 0) -> tuple[str, str]:
     if marker and marker in message:
         at = message.index(marker)
         message, note = message[:at], message[at:]
+    later = (f"; {hidden} later break{'s' if hidden > 1 else ''} in it show{'' if hidden > 1 else 's'}"
+             " once this one is fixed") if hidden else ""
     if candidate.amplifier:
-        later = (f"; {hidden} later break{'s' if hidden > 1 else ''} in it show{'' if hidden > 1 else 's'}"
-                 " once this one is fixed") if hidden else ""
         note += (
             f" (inside a {candidate.amplifier}: Dynamo drops the whole frame"
             f" {candidate.function.qualname}() to eager{later})"
         )
+    elif not candidate.resumes and not candidate.nested:
+        note += f" (Dynamo cannot resume after it: the rest of {candidate.function.qualname}() runs eagerly{later})"
     return message, note
 
 

@@ -5,7 +5,10 @@ Measured on torch 2.13 (tests/test_guard_facts.py compiles each case): a default
 Dynamo cannot re-enter makes Dynamo give up on the frame and run it eagerly -- also when the break
 is inside a helper the block calls. Nothing after it in the frame is traced, so a later `.item()`
 logs no break and nothing in the frame recompiles. A break inside `torch.no_grad()`, `autocast`,
-`nullcontext`, `sdpa_kernel`, `record_function` and their kin resumes after it instead. The
+`nullcontext`, `sdpa_kernel`, `record_function` and their kin resumes after it instead. A break
+Dynamo cannot resume after wherever it stands (`Rule.resumes`: an LSTM attribute, a formatted
+tensor, a hook handle's `remove`) compiles the graph before it and runs the rest eagerly: it
+hides what follows in its block, and only the recompile hazards after it. The
 walker (tcl/walker.py) asks `skip_scope` at every default-mode break: whether it skips the frame,
 and the innermost block that holds it on a plain path (only such blocks and `if` tests between),
 within which every later point comes after it. The engine then drops the later breaks of that

@@ -65,6 +65,9 @@ class Candidate:
     # a helper that breaks).
     masked_by: tuple = ()
     masked_at: "Candidate | None" = None
+    # False: Dynamo cannot resume after this break (Rule.resumes): the rest of the frame, from
+    # here on, runs eagerly.
+    resumes: bool = True
     # Found in a nested def or lambda: it runs in whichever frame calls it (a forward hook runs
     # in the hooked module's), so this frame's skipping neither hides nor removes it.
     nested: bool = False
@@ -206,8 +209,10 @@ class FunctionWalker(cst.CSTVisitor):
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         # Every default-mode break that makes Dynamo skip the frame when it runs (_note_skip):
         # (its rule or None, the block within which every later point comes after it -- None:
-        # the function body --, its candidate, and whether no return/break/continue came
-        # before it: only then does every point of its block, earlier ones too, reach it).
+        # the function body --, its candidate, and whether every point of its block, earlier
+        # ones too, runs eagerly: a break in a loop, try or with that no return/break/continue
+        # came before. A break Dynamo cannot resume after (Rule.resumes) leaves the graph before
+        # it compiled: False, only later points are eager).
         self._skips: list[tuple] = []
         self._recompile_hazards: list[Candidate] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
@@ -243,17 +248,24 @@ class FunctionWalker(cst.CSTVisitor):
             return self.data_dependent(test.left) or self.data_dependent(test.right)
         return is_tensor(self.kind(test))
 
-    def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None) -> None:
+    def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None,
+               resumes: bool | None = None) -> None:
+        """A finding of `rule` at `node`; `resumes=False`: Dynamo cannot resume after this one
+        break although the rule's others resume (default: the rule's `resumes`)."""
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
         evidence = self._evidence(node) if getattr(rule, "explains_value", False) else None
         candidate = Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version),
                               amplifier, evidence)
         candidate.nested = self.inside_nested_function()
+        candidate.resumes = rule.resumes if resumes is None else resumes
         if rule.category == "recompile" and not candidate.nested:
             self._recompile_hazards.append(candidate)
+            # After a break Dynamo cannot resume from, the rest of the frame runs eagerly.
+            rest = self._earlier_skips(lambda whole: not whole)
+            if rest:
+                candidate.eager_frame = tuple(dict.fromkeys(r for r, _ in rest))
         if self._skips and rule.category == "graph-break" and not candidate.nested:
-            within = {id(n) for n in self.stack}
-            earlier = [(r, c) for r, scope, c, _ in self._skips if scope is None or id(scope) in within]
+            earlier = self._earlier_skips(lambda whole: True)
             if earlier:
                 candidate.masked_by = tuple(dict.fromkeys(r for r, _ in earlier))
                 candidate.masked_at = earlier[0][1]
@@ -264,6 +276,15 @@ class FunctionWalker(cst.CSTVisitor):
             if self._unconditional(node):
                 self._graph_ends()
             self._note_skip(rule, candidate)
+
+    def _earlier_skips(self, wanted) -> list[tuple]:
+        """(rule, candidate) of the frame-skipping breaks so far whose block holds the walk's
+        position, of those entries whose `whole` flag `wanted` accepts."""
+        if not self._skips:
+            return []
+        within = {id(n) for n in self.stack}
+        return [(r, c) for r, scope, c, whole in self._skips
+                if wanted(whole) and (scope is None or id(scope) in within)]
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
@@ -332,6 +353,9 @@ class FunctionWalker(cst.CSTVisitor):
         skips, scope = skip_scope(self.stack, self._resumable)
         if skips:
             self._skips.append((rule, scope, candidate, not self._exited))
+        elif candidate is not None and not candidate.resumes and not candidate.nested:
+            # Dynamo compiles the graph up to here and runs the rest of the frame eagerly.
+            self._skips.append((rule, scope, candidate, False))
 
     def _note_branch_skips(self, node: cst.If) -> None:
         """`if batched: <loop that breaks> else: <loop that breaks>`: when both branches hold a

@@ -94,6 +94,12 @@ class Rule:
     explains_value: ClassVar[bool] = False
     # Where the compiler reports the break relative to the finding (f-strings: at the use).
     runtime_line_offset: ClassVar[int] = 0
+    # False: Dynamo cannot resume after this break (it happens at an attribute load or a formatted
+    # value, not at a call it can split): it compiles the graph so far and runs the
+    # rest of the frame eagerly, so later breaks and recompile hazards of the frame never reach
+    # it (tcl/frame_skips.py). A report can say so for one finding (`ctx.report(resumes=False)`).
+    # tests/test_frame_skips.py checks the skip on the compiler for each INVALID example.
+    resumes: ClassVar[bool] = True
     # Dynamo settings (tcl/dynamo_settings.py) under which the rule's breaks do not happen: its
     # findings are dropped where the checked program turns one on. The examples' test checks
     # that every INVALID example stops breaking under them.

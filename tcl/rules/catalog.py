@@ -369,9 +369,11 @@ def fn(x):
         if method in MODULE_HOOK_METHODS and not is_tensor(kind) and kind != Kind.META and not _is_imported(func.value, ctx):
             ctx.report(self, node, self.message.format(what=f"Module.{method}()"))
         elif method == "retain_grad" and not node.args and is_tensor(kind):
-            ctx.report(self, node, self.message.format(what="Tensor.retain_grad()"), gb="GB0108")
+            # Measured on 2.13: these two cannot resume (the rest of the frame runs eagerly);
+            # registering a hook resumes after it.
+            ctx.report(self, node, self.message.format(what="Tensor.retain_grad()"), gb="GB0108", resumes=False)
         elif method == "remove" and not node.args and holds(func.value, ctx, _is_module_hook_registration):
-            ctx.report(self, node, self.message.format(what="removing a module hook"), gb="GB0013")
+            ctx.report(self, node, self.message.format(what="removing a module hook"), gb="GB0013", resumes=False)
 
 
 def _is_module_hook_registration(value: cst.BaseExpression, ctx) -> bool:

@@ -48,6 +48,7 @@ class TensorFormatting(Rule):
     explains_value = True
     name = "tensor-in-format-string"
     message = "formatting a tensor into a string breaks the graph where the string is used"
+    resumes = False  # measured on 2.13: the rest of the frame runs eagerly
     fix = "format shapes or dtypes instead of values, or move the formatting out of the compiled region"
     gb = (((2, 0), "GB0088"),)
     runtime_line_offset = 1
@@ -532,10 +533,15 @@ RNN_CLASSES = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"})
 class RecurrentModule(Rule):
     code = "TCL408"
     name = "rnn-module-in-compiled-region"
-    message = "calling nn.{cls} inside a compiled region breaks the graph (Dynamo drops the frame to eager)"
+    message = "calling nn.{cls} inside a compiled region breaks the graph"
     fix = "set torch._dynamo.config.allow_rnn = True, or compile the layers around the RNN separately"
     gb = (((2, 0), "GB0014"),)
-    rationale = "Dynamo does not trace nn.LSTM/GRU/RNN unless torch._dynamo.config.allow_rnn is set."
+    # The break is where Dynamo wraps the module (loading `self.rnn`), not at a call it can
+    # split: measured on 2.13, the rest of the frame runs eagerly.
+    resumes = False
+    rationale = ("Dynamo does not trace nn.LSTM/GRU/RNN unless torch._dynamo.config.allow_rnn is set; the break "
+                 "comes where the module is loaded, so Dynamo cannot resume after it and runs the rest of the "
+                 "frame eagerly.")
     VALID = [Example('''
 import torch
 from torch import nn
@@ -622,6 +628,9 @@ class SparseTensor(Rule):
     code = "TCL410"
     name = "sparse-tensor-in-compiled-region"
     message = "{what} creates a sparse tensor, which Dynamo does not trace; the graph breaks"
+    # Measured on 2.13: the frame that would resume receives the sparse tensor, which Dynamo
+    # cannot wrap (GB0015): the rest of the frame runs eagerly.
+    resumes = False
     fix = "keep sparse conversions outside the compiled region (or use dense ops inside it)"
     gb = (((2, 0), "GB0277"),)
     alt_gb = ("GB0015",)

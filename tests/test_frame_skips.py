@@ -1,0 +1,201 @@
+"""Breaks Dynamo cannot resume after (`Rule.resumes`), checked on the compiler.
+
+Dynamo splits the graph and resumes after a break at a call, a subscript, a comparison or a
+jump. A break anywhere else (loading an LSTM attribute, a formatted tensor, a method lookup on
+a sparse tensor or a hook handle) makes it compile the graph
+so far and run the rest of the frame eagerly ("Skipping the function and falling back to
+eager"): nothing after it breaks or recompiles. Each INVALID example whose finding says so must
+log that skip at its line, and a program with later breaks and recompile hazards shows tcl
+hiding exactly what the compiler never reaches.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+os.environ["PYTHONBREAKPOINT"] = "0"
+
+from tcl.config import Config
+from tcl.rules import ALL_RULES
+from tcl.runner import run
+
+from test_rule_examples import INSTALLED, _settings, analyze, example_version
+
+CANNOT_RESUME = "Dynamo cannot resume after it"
+
+NOT_RESUMING = [
+    pytest.param(rule, example, id=f"{rule.code}-invalid-{i}")
+    for rule in ALL_RULES if rule.category == "graph-break"
+    for i, example in enumerate(rule.INVALID)
+    if any(CANNOT_RESUME in f.note for f in analyze(example.code, example_version(example), example.assume,
+                                                         example.settings).findings)
+]
+
+
+def test_some_rules_do_not_resume():
+    codes = {param.values[0].code for param in NOT_RESUMING}
+    assert {"TCL402", "TCL408", "TCL410", "TCL413"} <= codes
+
+
+@pytest.mark.parametrize("rule, example", NOT_RESUMING)
+def test_the_compiler_skips_the_rest_of_the_frame(rule, example):
+    if not example.applies_to(INSTALLED):
+        pytest.skip(f"example is for torch {example.versions}")
+    from tcl.oracle import probe_source
+
+    report = analyze(example.code, example_version(example), example.assume, example.settings)
+    lines = sorted(f.line + rule.runtime_line_offset for f in report.findings if CANNOT_RESUME in f.note)
+    with _settings(example):
+        result = probe_source(example.code, example.entry, example.args)
+    assert result.exception is None
+    assert set(lines) <= {skip.line for skip in result.frame_skips}
+
+
+LATER = """
+    import torch
+    from torch import nn
+
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            if out.sum() > 0:
+                out = out + 1
+            return out.sum().item()
+
+
+    def slice_bound(x, n):
+        head = x[:, : n.sum()]  # resumes or not, depending on more than the source shows
+        if head.sum() > 0:
+            head = head * 2
+        return head
+
+
+    def retain(x):
+        y = x * 2
+        y.retain_grad()
+        if y.sum() > 0:
+            y = y + 1
+        return y
+
+
+    def formatted(x):
+        text = f"value={x}"
+        k = len(text)
+        if x.sum() > 0:
+            x = x + 1
+        return x + k
+
+
+    def sparse(x):
+        nnz = x.to_sparse()._nnz()
+        if x.sum() > 0:
+            x = x + 1
+        return x * nnz
+
+
+    def in_branch(x, n, flag: bool):
+        if flag:
+            x = x * x.to_sparse()._nnz()
+            print("hidden")
+        print("reached when flag is false")
+        return x
+
+
+    slice_step = torch.compile(slice_bound)
+    retain_step = torch.compile(retain)
+    formatted_step = torch.compile(formatted)
+    sparse_step = torch.compile(sparse)
+    branch_step = torch.compile(in_branch)
+"""
+
+
+def check(tmp_path, source, **options):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(source))
+    result = run([str(path)], Config(torch_version="2.13", **options), jobs=1)
+    assert not result.all_errors
+    return sorted((f.code, f.line) for f in result.findings), result.findings
+
+
+def test_what_follows_a_break_that_cannot_resume_is_hidden(tmp_path):
+    found, findings = check(tmp_path, LATER)
+    assert found == [("TCL101", 52), ("TCL201", 20), ("TCL206", 19), ("TCL402", 34), ("TCL408", 12),
+                     ("TCL410", 42), ("TCL410", 50), ("TCL413", 27)]
+    lstm = next(f for f in findings if f.code == "TCL408")
+    assert "the rest of Encoder.forward() runs eagerly; 2 later breaks in it show once this one is fixed" in lstm.note
+    # --show-hidden lists them; under fullgraph=True every break is an error where it stands.
+    assert ("TCL201", 13) in check(tmp_path, LATER, show_hidden=True)[0]
+    assert ("TCL201", 13) in check(tmp_path, LATER, mode="fullgraph")[0]
+
+
+@pytest.mark.parametrize("entry, args, lines", [
+    ("Encoder", "(torch.randn(3, 2, 4),)", [12]),
+    ("slice_bound", "(torch.randn(2, 4), torch.tensor([1, 1]))", [19]),  # tcl still reports TCL201 at 20
+    ("retain", "(torch.randn(3, requires_grad=True),)", [27]),
+    ("formatted", "(torch.randn(3),)", [35]),  # TCL402 breaks where the string is used
+    ("sparse", "(torch.randn(3),)", [42]),
+    ("in_branch", "(torch.randn(2, 4), torch.tensor([1, 1]), True)", [50]),
+    ("in_branch", "(torch.randn(2, 4), torch.tensor([1, 1]), False)", [52]),
+])
+def test_the_compiler_logs_only_the_first_break(entry, args, lines):
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    result = probe_source(textwrap.dedent(LATER), entry, args)
+    assert result.exception is None, result.exception
+    assert sorted({b.line for b in result.breaks}) == lines
+
+
+HAZARDS = """
+    import torch
+
+
+    def before(x, n):
+        out = []
+        for i in range(x.shape[0]):
+            out.append(x[i] * i)
+        y = torch.stack(out)
+        return y * y.to_sparse()._nnz()
+
+
+    def after(x, n):
+        y = x * x.to_sparse()._nnz()
+        out = []
+        for i in range(x.shape[0]):
+            out.append(y[i] * i)
+        return torch.stack(out)
+
+
+    before_step = torch.compile(before)
+    after_step = torch.compile(after)
+"""
+
+
+def test_only_hazards_before_the_break_recompile(tmp_path):
+    found, _ = check(tmp_path, HAZARDS)
+    assert found == [("TCL410", 10), ("TCL410", 14), ("TCL505", 7)]
+
+
+@pytest.mark.parametrize("entry, recompiles", [("before", True), ("after", False)])
+def test_the_compiler_recompiles_only_before_the_break(tmp_path, entry, recompiles):
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    from tcl.verify.recompiles import count_compiles
+
+    path = tmp_path / "hazards.py"
+    path.write_text(textwrap.dedent(HAZARDS))
+    spec = importlib.util.spec_from_file_location("hazards", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    calls = [(torch.randn(size, 4), torch.tensor([1, 1])) for size in (3, 5, 7, 9)]
+    compiles = count_compiles(getattr(module, entry), calls)
+    assert (compiles > 2) is recompiles, compiles
