@@ -102,7 +102,7 @@ CALL_PROBES = {
     "inspect.currentframe": "inspect.currentframe()", "inspect.stack": "inspect.stack()",
     # Of a Python function, as model code asks (`inspect.signature(forward_fn)`): a builtin's
     # signature breaks (GB0175) where a Python function's is traced.
-    "inspect.signature": "inspect.signature(_python_function)", "inspect.getsource": "inspect.getsource(_python_function)",
+    "inspect.signature": "inspect.signature(_python_function)", "inspect.getsource": "inspect.getsource(json.dumps)",
     "inspect.isfunction": "inspect.isfunction(_python_function)", "sys._getframe": "sys._getframe()",
     "sys.getrecursionlimit": "sys.getrecursionlimit()",
     "gc.collect": "gc.collect()", "gc.isenabled": "gc.isenabled()", "gc.get_count": "gc.get_count()",
@@ -137,6 +137,43 @@ CALL_PROBES = {
     "torch.distributed.is_initialized": "torch.distributed.is_initialized()",
     "torch.are_deterministic_algorithms_enabled": "torch.are_deterministic_algorithms_enabled()",
     "torch.get_num_threads": "torch.get_num_threads()",
+    # Threads, clocks, files, hashing and the like, as library code calls them on its way
+    # (demucs' `lock = Lock()` in apply_model, a cache keyed by a hash, a path test).
+    "threading.Lock": "threading.Lock()", "threading.RLock": "threading.RLock()",
+    "threading.Event": "threading.Event()", "threading.local": "threading.local()",
+    "threading.current_thread": "threading.current_thread()", "threading.get_ident": "threading.get_ident()",
+    "queue.Queue": "queue.Queue()", "concurrent.futures.ThreadPoolExecutor": "concurrent.futures.ThreadPoolExecutor(1)",
+    "multiprocessing.cpu_count": "multiprocessing.cpu_count()", "os.cpu_count": "os.cpu_count()",
+    "datetime.datetime.now": "datetime.datetime.now()", "datetime.datetime.utcnow": "datetime.datetime.utcnow()",
+    "time.localtime": "time.localtime()", "time.gmtime": "time.gmtime()", "time.ctime": "time.ctime()",
+    "os.path.exists": "os.path.exists(__file__)", "os.path.isfile": "os.path.isfile(__file__)",
+    "os.path.isdir": "os.path.isdir(__file__)", "os.path.join": "os.path.join('a', 'b')",
+    "os.getcwd": "os.getcwd()", "os.listdir": "os.listdir('.')", "os.urandom": "os.urandom(4)",
+    "glob.glob": "glob.glob('*.py')", "shutil.which": "shutil.which('python')",
+    "tempfile.gettempdir": "tempfile.gettempdir()", "pathlib.Path": "pathlib.Path('a')",
+    "getpass.getuser": "getpass.getuser()", "locale.getpreferredencoding": "locale.getpreferredencoding()",
+    "platform.python_version": "platform.python_version()", "platform.machine": "platform.machine()",
+    "json.dumps": "json.dumps({'a': 1})", "json.loads": "json.loads('[1]')", "pickle.dumps": "pickle.dumps([1])",
+    "hashlib.md5": "hashlib.md5(b'a')", "hashlib.sha256": "hashlib.sha256(b'a')",
+    "zlib.crc32": "zlib.crc32(b'a')", "base64.b64encode": "base64.b64encode(b'a')",
+    "struct.pack": "struct.pack('i', 1)", "secrets.token_hex": "secrets.token_hex(4)",
+    "traceback.format_stack": "traceback.format_stack()", "traceback.extract_stack": "traceback.extract_stack()",
+    "sys.getsizeof": "sys.getsizeof([1])", "sys.getrefcount": "sys.getrefcount(x)",
+    "inspect.getfile": "inspect.getfile(_python_function)", "inspect.getmodule": "inspect.getmodule(_python_function)",
+    "inspect.getfullargspec": "inspect.getfullargspec(_python_function)",
+    "statistics.mean": "statistics.mean([1, 2])", "bisect.bisect": "bisect.bisect([1, 3], 2)",
+    "heapq.heappush": "heapq.heappush([], 1)", "decimal.Decimal": "decimal.Decimal(1)",
+    "fractions.Fraction": "fractions.Fraction(1, 2)", "array.array": "array.array('i', [1])",
+    "io.StringIO": "io.StringIO()", "io.BytesIO": "io.BytesIO()",
+    "builtins.globals": "globals()", "builtins.dir": "dir(x)",
+    "torch.get_num_interop_threads": "torch.get_num_interop_threads()",
+    "torch.backends.cudnn.is_available": "torch.backends.cudnn.is_available()",
+    "torch.backends.mps.is_available": "torch.backends.mps.is_available()",
+    "torch.cuda.is_bf16_supported": "torch.cuda.is_bf16_supported()",
+    "torch.cuda.memory_allocated": "torch.cuda.memory_allocated()",
+    "torch.cuda.get_device_name": "torch.cuda.get_device_name()",
+    "torch.distributed.get_rank": "torch.distributed.get_rank()",
+    "torch.utils.data.get_worker_info": "torch.utils.data.get_worker_info()", "torch.hub.get_dir": "torch.hub.get_dir()",
 }
 # Calls given a (n, n) float tensor `x` whose n changes, and `n = x.shape[0]`. The value says
 # which input carries the changing size: the tensor the method is called on, or the ints.
@@ -206,6 +243,9 @@ NUMPY_RANDOM_PROBES = {
 }
 PROBE_IMPORTS = (
     "import copy, gc, importlib, inspect, linecache, os, platform, random, re, socket, sys, time, uuid\n"
+    "import array, base64, bisect, concurrent.futures, datetime, decimal, fractions, getpass, glob, hashlib\n"
+    "import heapq, io, json, locale, multiprocessing, os.path, pathlib, pickle, queue, secrets, shutil\n"
+    "import statistics, struct, tempfile, threading, traceback, zlib\n"
     "import torch\n"
     "def _python_function(a, b=1):\n    return a\n"
 )
@@ -213,11 +253,19 @@ PROBE_IMPORTS = (
 
 def _break_of(source: str) -> str | None:
     """The GB id of the break `fn(torch.randn(3))` of `source` hits, compiled in default mode
-    with breaks made errors; None when it compiles whole, "error" for another failure."""
+    with breaks made errors; None when it compiles whole, "error" for another failure, also
+    when the call fails eagerly (`torch.distributed.get_rank()` without a process group, a CUDA
+    query on a machine without one): what it does under compile says nothing then."""
     import torch
 
     namespace: dict = {"__file__": __file__}
     exec(compile(source, "<probe>", "exec"), namespace)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            namespace["fn"](torch.randn(3))
+    except Exception:
+        return "error"
     torch._dynamo.reset()
     try:
         with warnings.catch_warnings():

@@ -295,6 +295,15 @@ def fn(x):
     s = torch.seed()
     return x * random.randint(0, 3), s, random.randrange(10)
 ''', versions=">=2.13,<2.14"),
+        Example('''
+import os
+import torch
+
+@torch.compile
+def fn(x):
+    name = os.path.join("cache", "x.pt")
+    return x * len(name), torch.cuda.is_available()
+''', versions=">=2.13,<2.14"),
     ]
     INVALID = [
         Example('''
@@ -351,6 +360,24 @@ def fn(x):
     return x * k
 ''', versions=">=2.13,<2.14"),
         Example('''
+import threading
+import torch
+
+@torch.compile
+def fn(x):
+    lock = threading.Lock()  # BREAK
+    return x * 2
+''', versions=">=2.13,<2.14"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    if torch.backends.cudnn.is_available():  # BREAK
+        return x * 2
+    return x
+''', versions=">=2.13,<2.14"),
+        Example('''
 import torch
 from scipy.optimize import linear_sum_assignment
 
@@ -377,6 +404,15 @@ def fn(cost):
         from .unsupported import UNSUPPORTED_CONTEXT_MANAGERS
 
         return RNG_STATE_FUNCTIONS | INITIAL_SEED_FUNCTIONS | UNSUPPORTED_CONTEXT_MANAGERS
+
+    @classmethod
+    def gb_ids(cls) -> tuple[str, ...]:
+        """The rule's own ids and every id the generated facts measured for a call (GB0156 for
+        json.dumps, GB0147 for threading.local, ...): what the compiler may report for it."""
+        from .. import torch_facts
+
+        measured = [gb for release in torch_facts.available_releases() for gb in cls.breaking_calls(release).values()]
+        return tuple(dict.fromkeys([*super().gb_ids(), *measured]))
 
     @classmethod
     def breaking_calls(cls, release: tuple[int, int]) -> dict[str, str]:
