@@ -316,6 +316,13 @@ class FunctionWalker(cst.CSTVisitor):
             return f"{dotted(first_call.func)}()", None, "call"
         return None
 
+    def assumed_tensor(self, node: cst.BaseExpression) -> bool:
+        """A bare parameter taken for tensor data on no evidence: not annotated, not used as a
+        tensor in the body, no traced caller passing one (rules whose construct is as common
+        on dicts and lists as on tensors, like `k in d`, ask for more than that)."""
+        return (isinstance(node, cst.Name) and node.value in self.parameters and node.value not in self.assigned
+                and self._parameter_basis(node.value) == "parameter, assumed a tensor")
+
     def _parameter_basis(self, name: str) -> str:
         if self.params_from_callers:
             return "parameter, tensor data at its call sites"

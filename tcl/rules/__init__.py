@@ -9,8 +9,8 @@ from .catalog import (
 )
 from .captured import CapturedScalarBranch
 from .data_dependent import (
-    DataDependentBranch, ItemCall, RangeOverTensorData, ScalarConversion, SequenceCompareWithTensor,
-    TensorAsSize, TensorAssertWithMessage, TolistCall,
+    DataDependentBranch, ItemCall, MembershipInTensor, RangeOverTensorData, ScalarConversion,
+    SequenceCompareWithTensor, TensorAsSize, TensorAssertWithMessage, TolistCall,
 )
 from .data_reads import DataReadAsCount
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
@@ -42,7 +42,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
-        CapturedScalarBranch, RangeOverTensorData,
+        CapturedScalarBranch, RangeOverTensorData, MembershipInTensor,
     ],
     key=lambda rule: rule.code,
 ))

@@ -28,6 +28,7 @@ class DataDependentBranch(Rule):
         "true_fn, false_fn, operands) for branches with different work"
     )
     gb = (((2, 0), "GB0170"),)
+    alt_gb = ("GB0033",)  # `not t` as a value
     rationale = (
         "`if`, `while`, `and`/`or`/`not` and conditional expressions need a Python bool. For a "
         "tensor that value exists only at run time, so Dynamo ends the graph, runs the test "
@@ -193,6 +194,14 @@ def fn(x):
     finite = all([x.sum() > 0, x.mean() > 0])  # BREAK
     return x * 2, finite
 '''),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    bad = not torch.isfinite(x).all()  # BREAK
+    return x * 2, bad
+'''),
     ]
 
     def visit_If(self, node: cst.If, ctx) -> None:
@@ -226,8 +235,10 @@ def fn(x):
             ctx.report(self, node, self.message.format(construct=f"`{operator}`"))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx) -> None:
+        # Measured on 2.13: `b = not t.any()` breaks with GB0033 at the `not` and cannot resume
+        # (the rest of the frame runs eagerly); in a test, `not` folds into the jump.
         if isinstance(node.operator, cst.Not) and not _in_test_position(ctx) and ctx.data_dependent(node.expression):
-            ctx.report(self, node, self.message.format(construct="`not`"))
+            ctx.report(self, node, self.message.format(construct="`not`"), gb="GB0033", resumes=False)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         # all()/any() take bool() of every element: of tensors, that is data (measured on 2.13:
@@ -713,4 +724,75 @@ def fn(x, counts):
         for arg in node.args:
             if arg.keyword is None and not arg.star and is_tensor(ctx.kind(arg.value)):
                 ctx.report(self, node, self.message.format(what=source_text(arg.value)))
+                return
+
+
+class MembershipInTensor(Rule):
+    code = "TCL210"
+    explains_value = True
+    name = "membership-test-on-tensor"
+    message = "`{op}` on tensor data ({what}) reads it into Python and breaks the graph"
+    fix = (
+        "test with tensor ops instead: (t == v).any() keeps the answer a tensor (select with "
+        "torch.where on it), or make the test once outside the compiled region"
+    )
+    gb = (((2, 0), "GB0124"),)
+    # Measured on 2.13: Tensor.__contains__ calls .item() at the comparison itself, which Dynamo
+    # cannot resume after: the rest of the frame runs eagerly (tests/test_frame_skips.py).
+    resumes = False
+    rationale = (
+        "`v in t` calls Tensor.__contains__, which reduces (t == v).any() to a Python bool with "
+        "`.item()`. Measured on 2.13: GB0124 at the test, in an `if` or as a value, in default "
+        "mode and under fullgraph=True; Dynamo cannot resume there, so the rest of the frame "
+        "runs eagerly. `v in t.shape` and membership in lists, dicts and sets of Python values "
+        "are traced."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x, names=("a", "b")):
+    if 4 in x.shape and "a" in names:
+        x = x * 2
+    return x
+''')]
+    VALID.append(Example('''
+import torch
+
+@torch.compile
+def fn(x, cache):
+    # nothing says `cache` holds a tensor (a dict, most often)
+    if "scale" in cache:
+        x = x * 2
+    return x
+''', args='(torch.randn(2, 3), {"scale": 2})'))
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, ids: torch.Tensor):
+    if 0 in ids:  # BREAK
+        x = x - 1
+    return x
+''', args="(torch.randn(2, 3), torch.tensor([1, 2]))"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    ids = x.argmax(-1)
+    missing = 3 not in ids  # BREAK
+    return x * 2, missing
+''', args="torch.randn(2, 3)"),
+    ]
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        for target in node.comparisons:
+            # `key in cache`, `name in kwargs`: membership is as common on dicts and lists, so
+            # a parameter with no evidence of holding a tensor is not taken for one here.
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and is_tensor(ctx.kind(target.comparator)) \
+                    and not ctx.assumed_tensor(target.comparator):
+                op = "in" if isinstance(target.operator, cst.In) else "not in"
+                ctx.report(self, node, self.message.format(op=op, what=source_text(target.comparator)))
                 return
