@@ -116,6 +116,39 @@ def annotation_kind(annotation: cst.Annotation | None) -> Kind | None:
     return Kind.UNKNOWN
 
 
+TENSOR_TYPE_NAMES = frozenset({
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor", "Parameter",
+})
+PYTHON_SCALAR_TYPE_NAMES = frozenset({"int", "float", "bool", "str", "bytes", "complex"})
+
+
+def field_annotation_kind(annotation: cst.Annotation) -> Kind | None:
+    """Kind a class-body annotation promises for the attribute (`distances: Tensor` in a
+    NamedTuple or dataclass), stricter than a parameter's: one tensor type, or one Python
+    scalar type, optionally `Optional[...]` / `... | None`. A container of tensors
+    (`Tuple[torch.FloatTensor, ...]`, HF outputs' hidden states) or any other class says
+    nothing (None)."""
+    node = annotation.annotation
+    if isinstance(node, cst.Subscript) and (dotted(node.value) or "").rsplit(".", 1)[-1] == "Optional" \
+            and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        node = node.slice[0].slice.value
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        if isinstance(node.right, cst.Name) and node.right.value == "None":
+            node = node.left
+        elif isinstance(node.left, cst.Name) and node.left.value == "None":
+            node = node.right
+    name = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if last in TENSOR_TYPE_NAMES:
+        return Kind.TENSOR
+    if name in PYTHON_SCALAR_TYPE_NAMES:
+        return Kind.META
+    return None
+
+
 def _annotation_text(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value if isinstance(node.evaluated_value, str) else ""

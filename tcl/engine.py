@@ -700,6 +700,7 @@ class FileAnalysis(EntryPoints, CallResolver):
                 asked[0], None if asked[1] is None else (list(asked[1]), dict(asked[2]))),
             "tuple": self._tuple_returns,
             "property": lambda node: self.resolve_property(node, function),
+            "field": lambda node: self.field_kind(node, function, function.index),
             "dispatch": lambda call: self.dispatch_targets(call, function),
             "named_methods": lambda call: self.named_method_values(call.func, function),
             "overrides": lambda call: self.override_targets(call, function),
@@ -747,6 +748,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             named_method_targets=questions["named_methods"],
             override_targets=questions["overrides"],
             callee_breaks=questions["breaks"],
+            field_kind=questions["field"],
             assume=self.analyzer.config.assume,
         )
         result = walker.run()

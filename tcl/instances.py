@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .dataflow import field_annotation_kind
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 
 # nn.Module (and tensor-like) methods that return the object itself.
@@ -196,6 +197,19 @@ class InstanceResolver:
             if out:
                 break
         return out
+
+    def field_kind(self, node: cst.Attribute, function: FunctionInfo | None, index: ModuleIndex):
+        """`n.distances` where `n` is an instance of a class whose body annotates `distances`
+        (a NamedTuple, a dataclass, a typed record; torchani's `Neighbors`): the Kind that
+        annotation promises (tcl.dataflow.field_annotation_kind), or None."""
+        cls = self.instance_class(node.value, function, index)
+        if cls is None:
+            return None
+        for owner in self._mro(cls):
+            annotation = field_annotations(owner).get(node.attr.value)
+            if annotation is not None:
+                return field_annotation_kind(annotation)
+        return None
 
     def _mro(self, cls: ClassInfo | None) -> list[ClassInfo]:
         """`cls` and the bases the analysis can read, nearest first (breadth-first, bounded)."""
@@ -734,6 +748,17 @@ def _local_imports(node: cst.FunctionDef, index: ModuleIndex) -> dict[str, str]:
 
 def _is_classmethod(method: FunctionInfo) -> bool:
     return any(d.rsplit(".", 1)[-1] == "classmethod" for d in method.decorators)
+
+
+def field_annotations(cls: ClassInfo) -> dict[str, cst.Annotation]:
+    """`name: T` (with or without a value) at the top of a class body."""
+    found = {}
+    for stmt in cls.node.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    found[small.target.value] = small.annotation
+    return found
 
 
 def _class_attribute(owner: ClassInfo | None, attr: str):

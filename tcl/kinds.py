@@ -39,12 +39,15 @@ class KindEvaluator:
         env: dict[str, Kind],
         resolve_call: Callable[[cst.Call], FunctionInfo | None],
         return_kind: Callable[[FunctionInfo, tuple | None], Kind],
+        field_kind: Callable[[cst.Attribute], Kind | None] = lambda node: None,
     ) -> None:
         self.index = index
         self.owner = owner
         self.env = env
         self.resolve_call = resolve_call
         self.return_kind = return_kind
+        # `n.distances` of an object whose class annotates the field (tcl/instances.py)
+        self.field_kind = field_kind
         self._memo: dict[int, Kind] = {}
         # (dict name, string key) -> kind of what the function stored there so far
         # (`state["exp_avg_sq"] = torch.zeros([])`): the walker keeps it in source order.
@@ -102,7 +105,7 @@ class KindEvaluator:
             return Kind.UNKNOWN
         if base == Kind.META:
             return Kind.META
-        return Kind.UNKNOWN
+        return self.field_kind(node) or Kind.UNKNOWN
 
     def self_attribute(self, attr: str) -> Kind:
         if attr == "training":

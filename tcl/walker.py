@@ -166,6 +166,7 @@ class FunctionWalker(cst.CSTVisitor):
         params_from_callers: bool | None = None,
         facts: dict | None = None,
         constants: dict | None = None,
+        field_kind=lambda node: None,
     ) -> None:
         self.assume = assume or None
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
@@ -192,7 +193,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
-        self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind)
+        self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind, field_kind)
         self.resolve_call = resolve_call
         self.result = FunctionResult()
         self.plans: dict[type, _Plan] = plans if plans is not None else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import libcst as cst
+import pytest
 
 from tcl.config import Config
 from tcl.engine import Analyzer
@@ -126,3 +127,59 @@ def test_a_parameter_tested_for_truth_alone_is_not_taken_for_a_tensor():
     report = Analyzer(Config()).check_source(source, "m.py")
     # `mask.any()`: tensor evidence wins over the truth tests
     assert [(f.line, f.code) for f in report.findings] == [(8, "TCL201"), (10, "TCL201")]
+
+
+# Fields a class body annotates (torchani's `Neighbors` NamedTuple, dataclass records): what the
+# annotation promises, read strictly -- one tensor type or one Python scalar type, optionally
+# Optional[...]; a tuple of tensors (HF outputs' hidden states) or another class says nothing.
+RECORDS = '''\
+import dataclasses
+import typing as tp
+
+import torch
+from torch import Tensor
+
+
+class Neighbors(tp.NamedTuple):
+    indices: Tensor
+    distances: Tensor
+
+
+@dataclasses.dataclass
+class Output:
+    logits: torch.FloatTensor
+    steps: int
+    hidden: tp.Optional[tp.Tuple[torch.FloatTensor, ...]] = None
+    loss: tp.Optional[torch.FloatTensor] = None
+
+
+def discard(neighbors: Neighbors, cutoff: float) -> Neighbors:
+    closer = (neighbors.distances <= cutoff).nonzero().flatten()
+    return Neighbors(neighbors.indices.index_select(1, closer), neighbors.distances.index_select(0, closer))
+
+
+@torch.compile
+def step(d):
+    n = discard(Neighbors(torch.zeros(2, 3, dtype=torch.long), d), 0.5)
+    out = Output(n.distances * 2, 3, (d,))
+    if out.steps > 2 and out.hidden and out.loss is None:
+        out.logits = out.logits + 1
+    if n.distances.sum() > 0:
+        return out.logits * 2
+    return out.logits
+'''
+
+
+def test_annotated_fields_of_records_are_what_they_say():
+    report = Analyzer(Config(torch_version="2.13")).check_source(RECORDS, "records.py")
+    assert not report.errors
+    assert [(f.code, f.line) for f in report.findings] == [("TCL301", 22), ("TCL201", 32)]
+
+
+def test_the_compiler_breaks_where_the_fields_say():
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    result = probe_source(RECORDS, "step", "(torch.rand(3),)")
+    assert result.exception is None, result.exception
+    assert sorted({b.line for b in result.breaks}) == [22, 32]
