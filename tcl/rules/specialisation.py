@@ -586,9 +586,11 @@ class SizeSpecialisingCall(Rule):
         "Some torch calls need the exact size of their input in Python: Dynamo fixes the "
         "symbolic size to a constant while tracing them, and the next size fails the guard. "
         "Which calls do is measured per release by scripts/gen_torch_facts.py (four square "
-        "sizes, compilations counted per call); on torch 2.13 17 of 72 probed calls do: "
+        "sizes, compilations counted per call); on torch 2.13 23 of 96 probed calls do: "
         "Tensor.fill_diagonal_, Tensor.take_along_dim, Tensor.split along a changing dim, torch.triu_indices / "
-        "tril_indices, torch.linspace, torch.hann_window, one_hot with a size as num_classes, and "
+        "tril_indices, torch.linspace, torch.hann_window, one_hot with a size as num_classes, "
+        "torch.istft's length, torch.histc's bins, avg/max_pool1d's kernel and adaptive_avg_pool1d's "
+        "output size, torch.kron (not reported yet: a torch function's tensor argument), and "
         "math.pow/log/exp/log10/log1p/expm1/fabs/hypot/isqrt of a changing int (a size, or a step "
         "counter the compiled function increments, once automatic dynamic shapes made it "
         "symbolic). Lookalikes keep the size symbolic: diagonal, tril, eye, arange, zeros, topk, "
@@ -640,6 +642,26 @@ def fn(x):
     state["step"] += 1
     return x * math.pow(state["step"], -0.5)  # BREAK
 ''', calls="[(torch.randn(4, 4),)] * 5"),
+        # demucs' ispectro: the inverse STFT's `length=` follows the input length
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    length = x.shape[-1]
+    window = torch.hann_window(8)
+    z = torch.stft(x, 8, window=window, return_complex=True)
+    return torch.istft(z, 8, window=window, length=length)  # BREAK
+''', calls="[(torch.randn(2, n),) for n in (64, 80, 96, 112)]"),
+        Example('''
+import torch
+import torch.nn.functional as F
+
+@torch.compile
+def fn(x):
+    width = x.shape[-1] // 4
+    return F.avg_pool1d(x, width)  # BREAK
+''', calls="[(torch.randn(2, 3, n),) for n in (16, 24, 32, 40)]"),
     ]
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
