@@ -766,6 +766,16 @@ def fn(x, cache):
         x = x * 2
     return x
 ''', args='(torch.randn(2, 3), {"scale": 2})'))
+    VALID.append(Example('''
+import torch
+
+@torch.compile
+def fn(x, target):
+    x = x + target["boxes"].sum()
+    if "masks" in target:  # a string key: `target` is a dict, whatever its values
+        x = x + target["masks"].sum()
+    return x
+''', args='(torch.randn(2, 3), {"boxes": torch.ones(2)})'))
     INVALID = [
         Example('''
 import torch
@@ -787,7 +797,13 @@ def fn(x):
 ''', args="torch.randn(2, 3)"),
     ]
 
+    # `"boxes" in target`: a tensor holds no strings (eager raises), so the container is a dict,
+    # a str or a list of names whatever tcl inferred for it (torchvision's detection targets).
+    STRING_OPERANDS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
     def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        if isinstance(node.left, self.STRING_OPERANDS):
+            return
         for target in node.comparisons:
             # `key in cache`, `name in kwargs`: membership is as common on dicts and lists, so
             # a parameter with no evidence of holding a tensor is not taken for one here.
