@@ -29,6 +29,9 @@ What it records, all read from torch itself rather than written by hand:
   `torch.triu_indices(n, n)`): each probe is compiled and called with four sizes and its
   compilations counted per call (tcl.verify.compile_trace); "receiver" or "size arguments"
   says which input carries the size.
+* data_reading_calls: which of the calls in DATA_READ_PROBES, given a tensor, reduce its data
+  to a Python bool or number and break the graph (`torch.allclose`, `torch.equal`,
+  `math.isclose` of a tensor), with the GB id, compiled in default mode.
 * numpy_random: for the np.random functions in NUMPY_RANDOM_PROBES, whether a draw of one value
   (no size) and a draw of an array (a size given) break the graph, with the GB id, measured by
   compiling each in default mode: Dynamo traces NumPy arrays through torch, so on 2.13 an array
@@ -245,6 +248,19 @@ SIZE_PROBES = {
         ("ceil", "n / 3"), ("floor", "n / 3"), ("isqrt", "n"), ("gcd", "n, 4"), ("hypot", "n, 3"),
         ("factorial", "n // 4"), ("comb", "n, 2"), ("trunc", "n / 3"), ("fabs", "-n"))},
 }
+# Calls that reduce tensor data to a Python bool or number (`torch.allclose(a, b)` in a check,
+# `torch.equal(mask, ref)`), given the (3,) float input `x`: whether each breaks, with the GB id.
+DATA_READ_PROBES = {
+    "torch.equal": "torch.equal(x, x * 2)", "torch.allclose": "torch.allclose(x, x * 2)",
+    "torch.is_nonzero": "torch.is_nonzero(x.sum())", "torch.is_same_size": "torch.is_same_size(x, x)",
+    "Tensor.equal": "x.equal(x * 2)", "Tensor.allclose": "x.allclose(x * 2)",
+    "Tensor.is_nonzero": "x.sum().is_nonzero()",
+    "math.isclose": "math.isclose(x.sum(), 2.0)", "math.isnan": "math.isnan(x.sum())",
+    "math.isinf": "math.isinf(x.sum())", "math.isfinite": "math.isfinite(x.sum())",
+    "math.floor": "math.floor(x.sum())", "math.ceil": "math.ceil(x.sum())",
+    "math.sqrt": "math.sqrt(x.sum().abs())", "math.exp": "math.exp(x.sum())",
+    "math.log": "math.log(x.sum().abs() + 1)", "builtins.round": "round(x.sum())",
+}
 # np.random function -> (a one-value draw, an array draw, position of the size argument; -1: the
 # positional arguments are the dimensions). Functions with no one-value form give None.
 NUMPY_RANDOM_PROBES = {
@@ -313,6 +329,16 @@ def _probe_calls() -> dict[str, str]:
             broken[qualname] = gb
     random.setstate(state)
     torch._dynamo.reset()
+    return dict(sorted(broken.items()))
+
+
+def _probe_data_reads() -> dict[str, str]:
+    """{name: GB id} for the DATA_READ_PROBES that break in default mode."""
+    broken: dict[str, str] = {}
+    for name, call in DATA_READ_PROBES.items():
+        gb = _break_of(f"import math, torch\ndef fn(x):\n    y = {call}\n    return x + 1, y\n")
+        if gb not in (None, "error"):
+            broken[name] = gb
     return dict(sorted(broken.items()))
 
 
@@ -469,6 +495,7 @@ def generate() -> dict:
         "skipped_calls": _probe_calls(),
         "size_specialising_calls": _probe_size_specialising(),
         "numpy_random": _probe_numpy_random(),
+        "data_reading_calls": _probe_data_reads(),
     }
 
 

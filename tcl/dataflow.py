@@ -52,6 +52,8 @@ META_METHODS = frozenset({
     "element_size", "is_floating_point", "is_complex", "is_signed", "get_device",
     "storage_offset", "type", "is_pinned", "has_names", "is_set_to", "data_ptr",
     "untyped_storage", "is_inference",
+    # Python bools read from the data (TCL211 reports the read): what follows has no tensor
+    "equal", "allclose", "is_nonzero",
 })
 BOOL_METHODS = frozenset({
     "bool", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not",

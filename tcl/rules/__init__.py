@@ -9,7 +9,7 @@ from .catalog import (
 )
 from .captured import CapturedScalarBranch
 from .data_dependent import (
-    DataDependentBranch, ItemCall, MembershipInTensor, RangeOverTensorData, ScalarConversion,
+    DataDependentBranch, DataReadingCall, ItemCall, MembershipInTensor, RangeOverTensorData, ScalarConversion,
     SequenceCompareWithTensor, TensorAsSize, TensorAssertWithMessage, TolistCall,
 )
 from .data_reads import DataReadAsCount
@@ -42,7 +42,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ContextVarInCompiledRegion, TorchCheckMessage, CompiledGenerator,
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
-        CapturedScalarBranch, RangeOverTensorData, MembershipInTensor,
+        CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
     ],
     key=lambda rule: rule.code,
 ))

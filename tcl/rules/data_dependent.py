@@ -12,6 +12,7 @@ from ..dataflow import Kind, is_tensor
 from ..fixes.asserts import fix_assert_message
 from ..fixes.branches import fix_branch, fix_scalar_test
 from ..names import source_text
+from .. import torch_facts
 from .base import DEFAULT_MODE, Example, Rule
 
 TEST_OWNERS = (cst.If, cst.While, cst.IfExp, cst.Assert, cst.CompIf)
@@ -812,3 +813,81 @@ def fn(x):
                 op = "in" if isinstance(target.operator, cst.In) else "not in"
                 ctx.report(self, node, self.message.format(op=op, what=source_text(target.comparator)))
                 return
+
+
+class DataReadingCall(Rule):
+    code = "TCL211"
+    explains_value = True
+    name = "python-result-from-tensor-data"
+    message = "{name}() of tensor data gives a Python value: Dynamo reads the data and breaks the graph"
+    fix = (
+        "keep the answer a tensor: (a == b).all() for torch.equal, torch.isclose(a, b).all() for "
+        "allclose, torch.sqrt / torch.floor / torch.isnan for math.*; select with torch.where on "
+        "it, or make the check outside the compiled region"
+    )
+    gb = (((2, 0), "GB0033"),)
+    alt_gb = ("GB0208",)
+    rationale = (
+        "torch.equal, torch.allclose, Tensor.equal / allclose / is_nonzero and math functions of "
+        "a tensor (math.isclose, isnan, isfinite, floor, ceil, sqrt, exp, log) return Python "
+        "values computed from the data. Which calls break is measured per release by "
+        "scripts/gen_torch_facts.py (data_reading_calls): on 2.13 each breaks with GB0033 at the "
+        "call (torch.is_same_size with GB0208), resumably. torch.isclose(a, b).all() and "
+        "(a == b).all() stay in the graph."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x, y):
+    same = torch.isclose(x, y).all()
+    return torch.where(same, x, y)
+''')]
+    INVALID = [
+        Example('''
+import torch
+
+@torch.compile
+def fn(x: torch.Tensor, y: torch.Tensor):
+    if torch.allclose(x, y):  # BREAK
+        return x
+    return y
+''', versions=">=2.13,<2.14"),
+        Example('''
+import math
+import torch
+
+@torch.compile
+def fn(x):
+    scale = math.sqrt(x.abs().sum())  # BREAK
+    return x / scale
+''', versions=">=2.13,<2.14"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, y):
+    y = y.flip(0)
+    if y.equal(x):  # BREAK
+        return x
+    return x + y
+''', versions=">=2.13,<2.14"),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        calls = torch_facts.measured(ctx.version, "data_reading_calls")
+        if not calls:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and f"Tensor.{func.attr.value}" in calls and is_tensor(ctx.kind(func.value)):
+            if not ctx.assumed_tensor(func.value):
+                name = f"Tensor.{func.attr.value}"
+                ctx.report(self, node, self.message.format(name=name), gb=calls[name])
+            return
+        name = ctx.qualname(func)
+        if name not in calls:
+            return
+        # `math.sqrt(head_dim)` with an unannotated parameter is a number far more often than a tensor
+        if any(arg.keyword is None and is_tensor(ctx.kind(arg.value)) and not ctx.assumed_tensor(arg.value)
+               for arg in node.args):
+            ctx.report(self, node, self.message.format(name=name), gb=calls[name])

@@ -38,6 +38,9 @@ class TorchFacts:
     # np.random name -> {"scalar": GB | None, "array": GB | None, "size_at": k}: whether a
     # one-value and an array draw break the graph, measured on this release
     numpy_random: dict[str, dict] | None = None
+    # "torch.allclose" / "Tensor.equal" / "math.isclose" -> GB id: calls that reduce tensor data
+    # to a Python bool or number and break the graph, measured on this release
+    data_reading_calls: dict[str, str] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -87,6 +90,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             size_specialising_calls=(dict(data["size_specialising_calls"])
                                      if "size_specialising_calls" in data else None),
             numpy_random=dict(data["numpy_random"]) if "numpy_random" in data else None,
+            data_reading_calls=dict(data["data_reading_calls"]) if "data_reading_calls" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
