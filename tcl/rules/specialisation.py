@@ -590,7 +590,7 @@ class SizeSpecialisingCall(Rule):
         "Tensor.fill_diagonal_, Tensor.take_along_dim, Tensor.split along a changing dim, torch.triu_indices / "
         "tril_indices, torch.linspace, torch.hann_window, one_hot with a size as num_classes, "
         "torch.istft's length, torch.histc's bins, avg/max_pool1d's kernel and adaptive_avg_pool1d's "
-        "output size, torch.kron (not reported yet: a torch function's tensor argument), and "
+        "output size, torch.kron of a tensor whose sizes follow the inputs, and "
         "math.pow/log/exp/log10/log1p/expm1/fabs/hypot/isqrt of a changing int (a size, or a step "
         "counter the compiled function increments, once automatic dynamic shapes made it "
         "symbolic). Lookalikes keep the size symbolic: diagonal, tril, eye, arange, zeros, topk, "
@@ -642,6 +642,13 @@ def fn(x):
     state["step"] += 1
     return x * math.pow(state["step"], -0.5)  # BREAK
 ''', calls="[(torch.randn(4, 4),)] * 5"),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return torch.kron(x, torch.ones(2, 2))  # BREAK
+''', calls=SQUARES),
         # demucs' ispectro: the inverse STFT's `length=` follows the input length
         Example('''
 import torch
@@ -693,7 +700,14 @@ def fn(x):
                 self._report_sized(node, f".{func.attr.value}()", ctx)
                 return
         qualname = ctx.qualname(func)
-        if qualname is None or calls.get(qualname) != "size arguments":
+        carrier = calls.get(qualname) if qualname is not None else None
+        if carrier == "receiver":  # a torch function's first tensor argument (torch.kron(x, x))
+            first = next((a.value for a in node.args if a.keyword is None), None)
+            if first is not None and is_tensor(ctx.kind(first)) and not fixed_tensor(first, ctx):
+                what = f"on {source_text(first)}, whose sizes follow the inputs"
+                ctx.report(self, node, self.message.format(call=f"{qualname}()", what=what))
+            return
+        if carrier != "size arguments":
             return
         self._report_sized(node, f"{qualname}()", ctx)
 
