@@ -262,11 +262,11 @@ class FunctionWalker(cst.CSTVisitor):
         if rule.category == "recompile" and not candidate.nested:
             self._recompile_hazards.append(candidate)
             # After a break Dynamo cannot resume from, the rest of the frame runs eagerly.
-            rest = self._earlier_skips(lambda whole: not whole)
+            rest = self._earlier_skips(rest_only=True)
             if rest:
                 candidate.eager_frame = tuple(dict.fromkeys(r for r, _ in rest))
         if self._skips and rule.category == "graph-break" and not candidate.nested:
-            earlier = self._earlier_skips(lambda whole: True)
+            earlier = self._earlier_skips()
             if earlier:
                 candidate.masked_by = tuple(dict.fromkeys(r for r, _ in earlier))
                 candidate.masked_at = earlier[0][1]
@@ -278,14 +278,15 @@ class FunctionWalker(cst.CSTVisitor):
                 self._graph_ends()
             self._note_skip(rule, candidate)
 
-    def _earlier_skips(self, wanted) -> list[tuple]:
+    def _earlier_skips(self, rest_only: bool = False) -> list[tuple]:
         """(rule, candidate) of the frame-skipping breaks so far whose block holds the walk's
-        position, of those entries whose `whole` flag `wanted` accepts."""
+        position; `rest_only`: only those after which the rest runs eagerly but not what came
+        before (not `whole`)."""
         if not self._skips:
             return []
         within = {id(n) for n in self.stack}
         return [(r, c) for r, scope, c, whole in self._skips
-                if wanted(whole) and (scope is None or id(scope) in within)]
+                if not (rest_only and whole) and (scope is None or id(scope) in within)]
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
         """The first name or `self.attr` in `node` (source order) that holds tensor data, with
