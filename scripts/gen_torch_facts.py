@@ -317,29 +317,31 @@ def _break_of(source: str) -> str | None:
     return None
 
 
+def _breaking(probes: dict[str, str], imports: str) -> dict[str, str]:
+    """{name: GB id} for the probes (name -> a call on the input `x`) that break in default
+    mode, each compiled as `y = <call>` after `imports`; 'ok' ones are left out."""
+    broken: dict[str, str] = {}
+    for name, call in probes.items():
+        gb = _break_of(f"{imports}def fn(x):\n    y = {call}\n    return x + 1, y\n")
+        if gb not in (None, "error"):
+            broken[name] = gb
+    return dict(sorted(broken.items()))
+
+
 def _probe_calls() -> dict[str, str]:
-    """{qualname: GB id} for the probes that break in default mode; 'ok' ones are left out."""
+    """{qualname: GB id} for the CALL_PROBES that break in default mode."""
     import torch
 
-    broken: dict[str, str] = {}
     state = random.getstate() if (random := importlib.import_module("random")) else None
-    for qualname, call in CALL_PROBES.items():
-        gb = _break_of(f"{PROBE_IMPORTS}def fn(x):\n    y = {call}\n    return x + 1, y\n")
-        if gb not in (None, "error"):
-            broken[qualname] = gb
+    broken = _breaking(CALL_PROBES, PROBE_IMPORTS)
     random.setstate(state)
     torch._dynamo.reset()
-    return dict(sorted(broken.items()))
+    return broken
 
 
 def _probe_data_reads() -> dict[str, str]:
     """{name: GB id} for the DATA_READ_PROBES that break in default mode."""
-    broken: dict[str, str] = {}
-    for name, call in DATA_READ_PROBES.items():
-        gb = _break_of(f"import math, torch\ndef fn(x):\n    y = {call}\n    return x + 1, y\n")
-        if gb not in (None, "error"):
-            broken[name] = gb
-    return dict(sorted(broken.items()))
+    return _breaking(DATA_READ_PROBES, "import math, torch\n")
 
 
 def _probe_numpy_random() -> dict[str, dict]:
