@@ -39,6 +39,8 @@ COMPILING_FALSE = frozenset({
     "torch._C._get_tracing_state",
 })
 AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
+# The evidence of a parameter taken for tensor data on nothing but its position (an entry's).
+ASSUMED_PARAMETER = "parameter, assumed a tensor"
 # Code under these runs on some calls only (or Dynamo skips the frame when it breaks there).
 @dataclass
 class Candidate:
@@ -323,7 +325,7 @@ class FunctionWalker(cst.CSTVisitor):
         tensor in the body, no traced caller passing one (rules whose construct is as common
         on dicts and lists as on tensors, like `k in d`, ask for more than that)."""
         return (isinstance(node, cst.Name) and node.value in self.parameters and node.value not in self.assigned
-                and self._parameter_basis(node.value) == "parameter, assumed a tensor")
+                and self._parameter_basis(node.value) == ASSUMED_PARAMETER)
 
     def _parameter_basis(self, name: str) -> str:
         if self.params_from_callers:
@@ -333,7 +335,7 @@ class FunctionWalker(cst.CSTVisitor):
             return "parameter, annotated a tensor"
         if body_evidence(self.function).get(name) == "tensor":
             return "parameter, used as a tensor"
-        return "parameter, assumed a tensor"
+        return ASSUMED_PARAMETER
 
     def crossed_break(self, node: cst.BaseExpression) -> bool:
         """A name whose value was live at an earlier default-mode graph break in this function:

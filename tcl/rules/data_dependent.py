@@ -748,7 +748,8 @@ class MembershipInTensor(Rule):
         "runs eagerly. `v in t.shape` and membership in lists, dicts and sets of Python values "
         "are traced."
     )
-    VALID = [Example('''
+    VALID = [
+        Example('''
 import torch
 
 @torch.compile
@@ -756,8 +757,8 @@ def fn(x, names=("a", "b")):
     if 4 in x.shape and "a" in names:
         x = x * 2
     return x
-''')]
-    VALID.append(Example('''
+'''),
+        Example('''
 import torch
 
 @torch.compile
@@ -766,8 +767,8 @@ def fn(x, cache):
     if "scale" in cache:
         x = x * 2
     return x
-''', args='(torch.randn(2, 3), {"scale": 2})'))
-    VALID.append(Example('''
+''', args='(torch.randn(2, 3), {"scale": 2})'),
+        Example('''
 import torch
 
 @torch.compile
@@ -776,7 +777,8 @@ def fn(x, target):
     if "masks" in target:  # a string key: `target` is a dict, whatever its values
         x = x + target["masks"].sum()
     return x
-''', args='(torch.randn(2, 3), {"boxes": torch.ones(2)})'))
+''', args='(torch.randn(2, 3), {"boxes": torch.ones(2)})'),
+    ]
     INVALID = [
         Example('''
 import torch
