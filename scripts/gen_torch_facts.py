@@ -247,6 +247,14 @@ SIZE_PROBES = {
         ("log1p", "n"), ("expm1", "-n"), ("cos", "n"), ("sin", "n"), ("tanh", "n"), ("atan", "n"),
         ("ceil", "n / 3"), ("floor", "n / 3"), ("isqrt", "n"), ("gcd", "n, 4"), ("hypot", "n, 3"),
         ("factorial", "n // 4"), ("comb", "n, 2"), ("trunc", "n / 3"), ("fabs", "-n"))},
+    # NumPy on a size (`scale = 1 / np.sqrt(seq_len)`, `np.prod(x.shape)`): Dynamo traces it
+    # through torch._numpy, which turns the int into a tensor and so needs its value.
+    **{f"numpy.{name}": (f"x * float({call})", "size arguments") for name, call in (
+        ("sqrt", "np.sqrt(n)"), ("log", "np.log(n)"), ("log2", "np.log2(n)"), ("log10", "np.log10(n)"),
+        ("exp", "np.exp(-n)"), ("power", "np.power(n, 0.5)"), ("ceil", "np.ceil(n / 3)"),
+        ("floor", "np.floor(n / 3)"), ("round", "np.round(n / 3)"), ("abs", "np.abs(-n)"),
+        ("maximum", "np.maximum(n, 2)"), ("minimum", "np.minimum(n, 100)"), ("prod", "np.prod((n, 2))"),
+        ("sum", "np.sum((n, 2))"), ("arange", "np.arange(n).sum()"), ("zeros", "np.zeros(n).sum()"))},
 }
 # Calls that reduce tensor data to a Python bool or number (`torch.allclose(a, b)` in a check,
 # `torch.equal(mask, ref)`), given the (3,) float input `x`: whether each breaks, with the GB id.
@@ -374,7 +382,7 @@ def _probe_size_specialising() -> dict[str, str]:
     found: dict[str, str] = {}
     for name, (call, carrier) in SIZE_PROBES.items():
         namespace: dict = {}
-        exec(compile(f"import math, torch\ndef fn(x):\n    n = x.shape[0]\n    return {call}\n", "<probe>", "exec"),
+        exec(compile(f"import math, numpy as np, torch\ndef fn(x):\n    n = x.shape[0]\n    return {call}\n", "<probe>", "exec"),
              namespace)
         torch._dynamo.reset()
         compiled = torch.compile(namespace["fn"], backend="eager")

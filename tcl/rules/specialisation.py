@@ -586,19 +586,22 @@ class SizeSpecialisingCall(Rule):
         "Some torch calls need the exact size of their input in Python: Dynamo fixes the "
         "symbolic size to a constant while tracing them, and the next size fails the guard. "
         "Which calls do is measured per release by scripts/gen_torch_facts.py (four square "
-        "sizes, compilations counted per call); on torch 2.13 23 of 96 probed calls do: "
+        "sizes, compilations counted per call); on torch 2.13 37 of 112 probed calls do: "
         "Tensor.fill_diagonal_, Tensor.take_along_dim, Tensor.split along a changing dim, torch.triu_indices / "
         "tril_indices, torch.linspace, torch.hann_window, one_hot with a size as num_classes, "
         "torch.istft's length, torch.histc's bins, avg/max_pool1d's kernel and adaptive_avg_pool1d's "
         "output size, torch.kron of a tensor whose sizes follow the inputs, and "
         "math.pow/log/exp/log10/log1p/expm1/fabs/hypot/isqrt of a changing int (a size, or a step "
         "counter the compiled function increments, once automatic dynamic shapes made it "
-        "symbolic). Lookalikes keep the size symbolic: diagonal, tril, eye, arange, zeros, topk, "
-        "interpolate, pad, math.sqrt, math.ceil, ... The examples below, four calls each: 4 "
+        "symbolic), and NumPy's sqrt/log/exp/power/ceil/floor/round/abs/maximum/minimum/prod/sum "
+        "of a size (torch._numpy turns the int into a tensor). Lookalikes keep the size symbolic: "
+        "diagonal, tril, eye, arange, zeros, topk, interpolate, pad, math.sqrt, math.ceil, "
+        "np.arange, np.zeros, ... The examples below, four calls each: 4 "
         "compilations (a recompile on every call after the automatic-dynamic one) for each "
         "recompiling example, 2 for the one that does not."
     )
-    VALID = [Example('''
+    VALID = [
+        Example('''
 import torch
 
 @torch.compile
@@ -606,7 +609,18 @@ def fn(x):
     n = x.shape[0]
     mask = torch.eye(n, dtype=torch.bool, device=x.device)
     return x.masked_fill(mask, 0) + torch.tril(x)
-''', calls=SQUARES)]
+''', calls=SQUARES),
+        # math.sqrt of a size stays symbolic; numpy's does not (below)
+        Example('''
+import math
+import torch
+
+@torch.compile
+def fn(x):
+    seq_len = x.shape[1]
+    return x / math.sqrt(seq_len)
+''', calls=SHAPES),
+    ]
     INVALID = [
         Example('''
 import torch
@@ -649,6 +663,24 @@ import torch
 def fn(x):
     return torch.kron(x, torch.ones(2, 2))  # BREAK
 ''', calls=SQUARES),
+        # NumPy on a size: torch._numpy makes the int a tensor, which needs its value
+        Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    seq_len = x.shape[1]
+    return x / np.sqrt(seq_len)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import numpy as np
+import torch
+
+@torch.compile
+def fn(x):
+    return x.flatten() / np.prod(x.shape)  # BREAK
+''', calls=SHAPES),
         # demucs' ispectro: the inverse STFT's `length=` follows the input length
         Example('''
 import torch
@@ -713,10 +745,20 @@ def fn(x):
 
     def _report_sized(self, node: cst.Call, call: str, ctx) -> None:
         for arg in node.args:
-            size = changing_size(arg.value, ctx)
+            shaped = whole_shape(arg.value, ctx)
+            if shaped is not None and not fixed_tensor(shaped, ctx):
+                # np.prod(x.shape): every size of x, the batch among them
+                what = f"takes the sizes {source_text(arg.value)}, which follow the inputs"
+                ctx.report(self, node, self.message.format(call=call, what=what))
+                return
+            # np.prod((n, 2)), F.adaptive_avg_pool1d(x, (n,)): a size inside a tuple or list
+            elements = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.Tuple, cst.List)) else []
+            value = next((e for e in elements if changing_size(e, ctx) is not None), arg.value)
+            size = changing_size(value, ctx)
             if size is not None:
-                what = f"takes the size {source_text(arg.value)} ({size.why})" if size.why != source_text(arg.value) else \
-                    f"takes the size {source_text(arg.value)}"
+                where = f"{source_text(value)} in {source_text(arg.value)}" if value is not arg.value else source_text(value)
+                what = f"takes the size {where} ({size.why})" if size.why != source_text(value) else \
+                    f"takes the size {where}"
             elif is_changing_int(arg.value, ctx):
                 what = f"takes {source_text(arg.value)}, an int this function changes on every call"
             else:
