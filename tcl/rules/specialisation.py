@@ -751,10 +751,11 @@ def fn(x):
                 what = f"takes the sizes {source_text(arg.value)}, which follow the inputs"
                 ctx.report(self, node, self.message.format(call=call, what=what))
                 return
-            # np.prod((n, 2)), F.adaptive_avg_pool1d(x, (n,)): a size inside a tuple or list
-            elements = [e.value for e in arg.value.elements] if isinstance(arg.value, (cst.Tuple, cst.List)) else []
-            value = next((e for e in elements if changing_size(e, ctx) is not None), arg.value)
-            size = changing_size(value, ctx)
+            value, size = arg.value, changing_size(arg.value, ctx)
+            if size is None and isinstance(arg.value, (cst.Tuple, cst.List)):
+                # np.prod((n, 2)), F.adaptive_avg_pool1d(x, (n,)): a size inside a tuple or list
+                value, size = next(((e.value, found) for e in arg.value.elements
+                                    if (found := changing_size(e.value, ctx)) is not None), (value, None))
             if size is not None:
                 where = f"{source_text(value)} in {source_text(arg.value)}" if value is not arg.value else source_text(value)
                 what = f"takes the size {where} ({size.why})" if size.why != source_text(value) else \
