@@ -32,6 +32,13 @@ What it records, all read from torch itself rather than written by hand:
 * data_reading_calls: which of the calls in DATA_READ_PROBES, given a tensor, reduce its data
   to a Python bool or number and break the graph (`torch.allclose`, `torch.equal`,
   `math.isclose` of a tensor), with the GB id, compiled in default mode.
+* dynamic_shape_calls: the public torch.* / Tensor.* names of the aten ops torch tags
+  `dynamic_output_shape` (`torch.bincount`, `Tensor.nonzero`), each compiled in default mode
+  with its DYNAMIC_SHAPE_PROBES call and kept with its GB id where it breaks.
+* deprecated_signature_calls: the Tensor methods whose deprecated scalar-first signatures
+  (`p.add_(-lr, grad)`, `v.addcmul_(1 - beta, g, g)`, read from the `|deprecated` signatures
+  in torch's own libtorch_python binary) break the graph, each form compiled in default mode:
+  {"Tensor.add_": {"signatures": ["Scalar alpha, Tensor other"], "gb": "GB0117"}}.
 * numpy_random: for the np.random functions in NUMPY_RANDOM_PROBES, whether a draw of one value
   (no size) and a draw of an array (a size given) break the graph, with the GB id, measured by
   compiling each in default mode: Dynamo traces NumPy arrays through torch, so on 2.13 an array
@@ -269,6 +276,22 @@ DATA_READ_PROBES = {
     "math.sqrt": "math.sqrt(x.sum().abs())", "math.exp": "math.exp(x.sum())",
     "math.log": "math.log(x.sum().abs() + 1)", "builtins.round": "round(x.sum())",
 }
+# Calls whose output shape depends on the values of their input, given the (3,) float input `x`
+# (`torch.bincount(labels)`, `idx = mask.nonzero()`): the candidates are the public names of the
+# aten ops torch tags `dynamic_output_shape` (plus argwhere, which is nonzero underneath); each is
+# compiled in default mode and kept with its GB id where it breaks. Tagged ops that other rules
+# handle with their own conditions are left out on purpose: repeat_interleave (only with tensor
+# repeats), one_hot (only without num_classes), index (boolean-mask indexing).
+DYNAMIC_SHAPE_PROBES = {
+    "torch.nonzero": "torch.nonzero(x > 0).float().sum()", "Tensor.nonzero": "(x > 0).nonzero().float().sum()",
+    "torch.argwhere": "torch.argwhere(x > 0).float().sum()", "Tensor.argwhere": "(x > 0).argwhere().float().sum()",
+    "torch.unique": "torch.unique(x.round()).sum()", "Tensor.unique": "x.round().unique().sum()",
+    "torch.unique_consecutive": "torch.unique_consecutive(x.round()).sum()",
+    "Tensor.unique_consecutive": "x.round().unique_consecutive().sum()",
+    "torch.masked_select": "torch.masked_select(x, x > 0).sum()", "Tensor.masked_select": "x.masked_select(x > 0).sum()",
+    "torch.bincount": "torch.bincount((x > 0).long()).sum()", "Tensor.bincount": "(x > 0).long().bincount().sum()",
+}
+DYNAMIC_SHAPE_HANDLED_ELSEWHERE = frozenset({"repeat_interleave", "one_hot", "index"})
 # np.random function -> (a one-value draw, an array draw, position of the size argument; -1: the
 # positional arguments are the dimensions). Functions with no one-value form give None.
 NUMPY_RANDOM_PROBES = {
@@ -350,6 +373,96 @@ def _probe_calls() -> dict[str, str]:
 def _probe_data_reads() -> dict[str, str]:
     """{name: GB id} for the DATA_READ_PROBES that break in default mode."""
     return _breaking(DATA_READ_PROBES, "import math, torch\n")
+
+
+def _dynamic_shape_candidates() -> set[str]:
+    """The public torch.* / Tensor.* names of the aten ops tagged `dynamic_output_shape`."""
+    import torch
+
+    tagged = set()
+    for name in dir(torch.ops.aten):
+        try:
+            packet = getattr(torch.ops.aten, name)
+            overloads = [getattr(packet, o) for o in packet.overloads()]
+        except Exception:
+            continue
+        if any(torch.Tag.dynamic_output_shape in op.tags for op in overloads):
+            tagged.add(name.lstrip("_").removesuffix("2").removesuffix("_dim"))
+    names = set()
+    for op in tagged - DYNAMIC_SHAPE_HANDLED_ELSEWHERE:
+        names |= {f"torch.{op}"} if hasattr(torch, op) else set()
+        names |= {f"Tensor.{op}"} if hasattr(torch.Tensor, op) else set()
+    return names
+
+
+def _probe_dynamic_shapes() -> dict[str, str]:
+    """{name: GB id} for the DYNAMIC_SHAPE_PROBES that break in default mode. A tagged op with
+    no probe stops the run: a new release's new op must be probed, not silently dropped."""
+    unprobed = _dynamic_shape_candidates() - set(DYNAMIC_SHAPE_PROBES)
+    if unprobed:
+        raise SystemExit(f"ops tagged dynamic_output_shape with no probe in DYNAMIC_SHAPE_PROBES: {sorted(unprobed)}")
+    return _breaking(DYNAMIC_SHAPE_PROBES, "import torch\n")
+
+
+def _deprecated_signatures() -> dict[str, list[list[tuple[str, str]]]]:
+    """{method: [[(type, name), ...] per deprecated form]} for the Tensor methods whose
+    deprecated signatures torch's argument parser accepts, read from the `...|deprecated`
+    strings in libtorch_python (the function forms, whose first parameter is `Tensor input`,
+    and forms with keyword-only parts are left out: no model code spells those)."""
+    import torch
+
+    found: dict[str, list[list[tuple[str, str]]]] = {}
+    for library in sorted((Path(torch.__file__).parent / "lib").glob("libtorch_python.*")):
+        data = library.read_bytes()
+        for match in re.finditer(rb"([a-z_]+)\(([A-Za-z0-9_ ,]*)\)\|deprecated", data):
+            params = [tuple(p.strip().split(" ", 1)) for p in match.group(2).decode().split(",") if p.strip()]
+            if not params or any(len(p) != 2 or p[0] not in ("Scalar", "Tensor") for p in params):
+                continue
+            if params[0] == ("Tensor", "input"):
+                continue
+            forms = found.setdefault(match.group(1).decode(), [])
+            if params not in forms:
+                forms.append(params)
+    return found
+
+
+# Example tensors for the deprecated forms' parameters, by name; the receiver takes the first
+# of RECEIVER_SHAPES that eager accepts.
+DEPRECATED_ARGUMENTS = {"other": "q", "tensor1": "q", "tensor2": "q.abs() + 1", "mat": "M", "mat1": "M",
+                        "mat2": "M", "vec": "q", "vec1": "q", "vec2": "q", "batch1": "B", "batch2": "B"}
+RECEIVER_SHAPES = ("p", "M", "B")
+
+
+def _probe_deprecated_signatures() -> dict[str, dict]:
+    """{"Tensor.<method>": {"signatures": [...], "gb": GB id}} for the deprecated forms that
+    break the graph in default mode, each compiled on (3,) / (3, 3) / (2, 3, 3) inputs next to
+    a control: the same call in the current signature (tensors positional, scalars as keywords)
+    must compile whole on the same receiver, so a break is the deprecated form's own."""
+    import torch
+
+    def probe(receiver: str, call: str) -> str | None:
+        return _break_of("import torch\ndef fn(x):\n    p, q = x.clone(), x.clone() + 1\n"
+                         "    M, B = torch.ones(3, 3), torch.ones(2, 3, 3)\n"
+                         f"    r = {receiver}.{call}\n    return x + 1, r\n")
+
+    broken: dict[str, dict] = {}
+    for method, forms in sorted(_deprecated_signatures().items()):
+        for params in forms:
+            if any(kind == "Tensor" and name not in DEPRECATED_ARGUMENTS for kind, name in params):
+                continue
+            args = ", ".join("0.5" if kind == "Scalar" else DEPRECATED_ARGUMENTS[name] for kind, name in params)
+            current = ", ".join([DEPRECATED_ARGUMENTS[name] for kind, name in params if kind == "Tensor"]
+                                + [f"{name}=0.5" for kind, name in params if kind == "Scalar"])
+            for receiver in RECEIVER_SHAPES:
+                if probe(receiver, f"{method}({current})") is not None:
+                    continue  # this receiver's shape does not fit the op: try the next one
+                gb = probe(receiver, f"{method}({args})")
+                if gb is not None and gb != "error":
+                    entry = broken.setdefault(f"Tensor.{method}", {"signatures": [], "gb": gb})
+                    entry["signatures"].append(", ".join(f"{kind} {name}" for kind, name in params))
+                break
+    torch._dynamo.reset()
+    return broken
 
 
 def _probe_numpy_random() -> dict[str, dict]:
@@ -506,6 +619,8 @@ def generate() -> dict:
         "size_specialising_calls": _probe_size_specialising(),
         "numpy_random": _probe_numpy_random(),
         "data_reading_calls": _probe_data_reads(),
+        "dynamic_shape_calls": _probe_dynamic_shapes(),
+        "deprecated_signature_calls": _probe_deprecated_signatures(),
     }
 
 

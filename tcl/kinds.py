@@ -278,7 +278,9 @@ class KindEvaluator:
         receiver = self(func.value)
         method = func.attr.value
         if is_tensor(receiver):
-            if method in META_METHODS:
+            # `x.type()` names the type (a str); `x.type(dtype)` converts: a tensor (the
+            # dtype helper `x = x.type(dt)` of pytorch-metric-learning's to_dtype)
+            if method in META_METHODS and not (method == "type" and node.args):
                 return Kind.META
             if method in ("item", "tolist"):
                 return Kind.SCALAR

@@ -199,6 +199,17 @@ PATTERNS = [
             breakpoint()
             return y
         """, ("TCL102",), "x", "torch.randn(4, 4)", unsafe=True),
+    Pattern("deprecated_scalar_first_signatures", """
+        @torch.compile
+        def fn(x):
+            p, v = x.clone(), x.clone()
+            v.mul_(0.9).addcmul_(1 - 0.9, x, x)
+            p.addcdiv_(-0.01, x, v.abs() + 1)
+            p.add_(-0.1, x)
+            lr = 0.1
+            p.add_(-lr, x.sign())  # a name read before a call: every argument by keyword
+            return p, v
+        """, ("TCL418",), "x", "torch.randn(4, 4)"),
     Pattern("unsafe_torch_cond", """
         @torch.compile
         def fn(x):

@@ -18,6 +18,7 @@ from .containers import GrowingContainer
 from .recompiles import (
     DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
+from .signatures import DeprecatedSignature
 from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
@@ -43,6 +44,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
+        DeprecatedSignature,
     ],
     key=lambda rule: rule.code,
 ))

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import torch_facts
 from ..dataflow import Kind, is_tensor
 from ..fixes.masked_update import fix_masked_update
 from ..fixes.one_hot import fix_one_hot
 from .base import DEFAULT_MODE, Example, Rule
 
-DYNAMIC_FUNCTIONS = frozenset({
-    "torch.nonzero", "torch.argwhere", "torch.unique", "torch.unique_consecutive",
-    "torch.masked_select",
+# Used only where the target release has no generated facts (dynamic_shape_calls, measured by
+# scripts/gen_torch_facts.py from aten's dynamic_output_shape tag).
+FALLBACK_DYNAMIC_CALLS = frozenset({
+    "torch.nonzero", "torch.argwhere", "torch.unique", "torch.unique_consecutive", "torch.masked_select",
+    "Tensor.nonzero", "Tensor.argwhere", "Tensor.unique", "Tensor.unique_consecutive", "Tensor.masked_select",
 })
-DYNAMIC_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+
+
+def _dynamic_calls(version) -> frozenset[str] | dict[str, str]:
+    return torch_facts.measured(version, "dynamic_shape_calls") or FALLBACK_DYNAMIC_CALLS
 
 
 class DynamicOutputShape(Rule):
@@ -30,8 +36,10 @@ class DynamicOutputShape(Rule):
     removed_by = frozenset({"capture_dynamic_output_shape_ops"})
     fixer = staticmethod(fix_masked_update)  # `x[x > c] += d` only
     rationale = (
-        "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), boolean-mask "
-        "indexing or repeat_interleave with tensor repeats a static shape and ends the graph. "
+        "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), bincount(), "
+        "boolean-mask indexing or repeat_interleave with tensor repeats a static shape and ends "
+        "the graph (the calls are generated from aten's dynamic_output_shape tag and compiled "
+        "per release by scripts/gen_torch_facts.py). "
         "fullgraph=True traces them with unbacked sizes instead."
     )
     VALID = [Example('''
@@ -100,6 +108,23 @@ def fn(x):
 import torch
 
 @torch.compile
+def fn(x, labels):
+    counts = torch.bincount(labels)  # BREAK
+    return x * counts.max()
+''', args="(torch.randn(3), torch.tensor([0, 1, 1]))"),
+        # `x.type(dtype)` converts (a tensor); only `x.type()` without arguments names the type
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    weights = x.type(torch.float64)
+    return weights[x > 0].sum()  # BREAK
+'''),
+        Example('''
+import torch
+
+@torch.compile
 def fn(x, counts):
     return x.repeat_interleave(counts, dim=0)  # BREAK
 ''', args="(torch.randn(3, 2), torch.tensor([1, 2, 3]))"),
@@ -144,7 +169,8 @@ def fn(x):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         name = ctx.qualname(node.func)
-        if name in DYNAMIC_FUNCTIONS:
+        dynamic = _dynamic_calls(ctx.version)
+        if name is not None and name.startswith("torch.") and name in dynamic:
             ctx.report(self, node, self.message.format(op=f"{name}()"))
             return
         if name == "torch.where" and len([a for a in node.args if a.keyword is None]) == 1:
@@ -154,7 +180,7 @@ def fn(x):
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
-        if method in DYNAMIC_METHODS and is_tensor(ctx.kind(func.value)):
+        if f"Tensor.{method}" in dynamic and is_tensor(ctx.kind(func.value)):
             ctx.report(self, node, self.message.format(op=f".{method}()"))
         elif method == "repeat_interleave" or name == "torch.repeat_interleave":
             repeats = _repeats_argument(node, is_method=name != "torch.repeat_interleave")

@@ -5,7 +5,9 @@ nn.Module classes can be imported (private bases such as `torch.nn.modules.loss.
 included), the other classes of torch.nn, and which functions of torch's namespaces return
 tensors or only Python values (from return annotations and type stubs), which probed calls
 break the graph when compiled (with their GB ids, measured on that release), and which probed
-calls recompile on every new size of their input (measured the same way). The analyzer asks this
+calls recompile on every new size of their input (measured the same way), and which calls have
+an output shape that follows their input's values (aten's dynamic_output_shape tag, each
+compiled). The analyzer asks this
 module instead of guessing from spelling; a name the data does not know gets None, and the
 caller falls back to what it did without data. A target release with no file of its own uses
 the nearest generated release (the newest older one, else the oldest newer one). Reading the
@@ -41,6 +43,12 @@ class TorchFacts:
     # "torch.allclose" / "Tensor.equal" / "math.isclose" -> GB id: calls that reduce tensor data
     # to a Python bool or number and break the graph, measured on this release
     data_reading_calls: dict[str, str] | None = None
+    # "torch.bincount" / "Tensor.nonzero" -> GB id: calls whose output shape depends on their
+    # input's values (from aten's dynamic_output_shape tag) that break, measured on this release
+    dynamic_shape_calls: dict[str, str] | None = None
+    # "Tensor.add_" -> {"signatures": ["Scalar alpha, Tensor other"], "gb": GB id}: deprecated
+    # scalar-first forms (torch's own `|deprecated` signatures) that break, measured on this release
+    deprecated_signature_calls: dict[str, dict] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -91,6 +99,9 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
                                      if "size_specialising_calls" in data else None),
             numpy_random=dict(data["numpy_random"]) if "numpy_random" in data else None,
             data_reading_calls=dict(data["data_reading_calls"]) if "data_reading_calls" in data else None,
+            dynamic_shape_calls=dict(data["dynamic_shape_calls"]) if "dynamic_shape_calls" in data else None,
+            deprecated_signature_calls=(dict(data["deprecated_signature_calls"])
+                                        if "deprecated_signature_calls" in data else None),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
