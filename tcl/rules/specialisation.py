@@ -111,6 +111,48 @@ def _hashed_size(element: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
     return None
 
 
+def _key_size(key: cst.BaseExpression, ctx, depth: int = 0) -> cst.BaseExpression | None:
+    """The changing size a lookup key carries: the key itself when it is a size (or a whole
+    `t.shape`), a size inside a tuple or list display or an f-string (`f"{h}x{w}"`), or a name
+    bound to any of these. Measured on 2.13, four sizes: `CACHE[(n, n)]`, `CACHE[f"{n}x{n}"]`
+    and `key in CACHE` for either compile on every call; `"%d" % n`, `"{}".format(n)` and an
+    f-string nobody uses keep the size symbolic."""
+    size = _hashed_size(key, ctx)
+    if size is not None or depth > 4:
+        return size
+    if isinstance(key, (cst.Tuple, cst.List)):
+        for element in key.elements:
+            if not isinstance(element, cst.StarredElement):
+                found = _key_size(element.value, ctx, depth + 1)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(key, cst.Name):
+        origin = ctx.origins.get(key.value)
+        return _key_size(origin, ctx, depth + 1) if origin is not None and origin is not key else None
+    return _string_size(key, ctx, depth)
+
+
+def _string_size(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.BaseExpression | None:
+    """The changing size formatted into an f-string (`f"...{n}..."`), or a name bound to one.
+    str(n) is not one: measured on 2.13, a dict lookup by `str(n)` recompiles only when the
+    number of digits changes (sizes 4, 8, 16, 32: 3 compilations, none at 16)."""
+    if depth > 4:
+        return None
+    if isinstance(node, cst.FormattedString):
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                found = _key_size(part.expression, ctx, depth + 1)
+                if found is not None:
+                    return found
+        return None
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        if origin is not None and origin is not node:
+            return _string_size(origin, ctx, depth + 1)
+    return None
+
+
 def _set_elements(call: cst.Call, qualname: str | None, ctx) -> list[cst.BaseExpression]:
     """What `set(...)` / `frozenset(...)` hashes: the elements of a display or the element of a
     generator or list comprehension passed to it, else the argument itself (`set(x.shape)`).
@@ -208,7 +250,9 @@ class SizeSpecialisedByPython(Rule):
         "tuple only compares, the size stays symbolic), as a member of a set (`{n, m}`, "
         "`set(t.size(0) for t in ts)`, `set(x.shape)`: hashing needs the value), as "
         "a Python loop's trip count (statement or comprehension), as the length of a Python "
-        "list (`list(range(n))`, `[0.0] * n`) or as the number of chunks of `t.chunk(n)`. Each "
+        "list (`list(range(n))`, `[0.0] * n`), as the number of chunks of `t.chunk(n)`, as "
+        "the key of dict.get()/setdefault(), or inside a key: a tuple of sizes or a string "
+        "made from one (`cache[f\"{h}x{w}\"]`, `cache.setdefault((b, n), v)`). Each "
         "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
         "name or a helper's parameter bound to one, and their integer arithmetic, int(), "
         "math.ceil/floor and min/max (tcl/sizes.py). Not reported: sizes of parameters and "
@@ -218,13 +262,25 @@ class SizeSpecialisedByPython(Rule):
         "2.13, four shapes (2, 4) ... (2, 32) or (4, 3) ... (10, 3): the frame compiles on "
         "every call (4 compilations) for each use below, also when the size reaches a helper "
         "as an argument; 2 (the automatic-dynamic recompile) for arithmetic, views, "
-        "comparisons, torch.tensor(n), topk(n // 2), randperm(n), `n in (1024, 3072)` and "
-        "for loops over a width or a parameter's size; 1 for any of these uses in a frame "
+        "comparisons, torch.tensor(n), topk(n // 2), randperm(n), `n in (1024, 3072)`, "
+        "`\"%d\" % n`, `\"{}\".format(n)`, an f-string nobody uses, a tuple of sizes indexing a "
+        "tensor and for loops over a width or a parameter's size; 1 for any of these uses in a frame "
         "with a graph break inside one of its loops (Dynamo skips that frame and runs it "
         "eagerly, so nothing in it recompiles: no recompile rule reports there in default "
         "mode)."
     )
     VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = x.shape[1]
+    label = f"width {n}"  # a string nobody uses
+    if n > 1000:
+        raise ValueError(f"too wide: {n}")  # never raised
+    corner = x[(0, n - 1)]  # a tuple of sizes indexing a tensor
+    return x * corner + x * ("%d" % n == "8") + x * len("{}".format(n))
+''', calls=SHAPES), Example('''
 import torch
 
 @torch.compile
@@ -394,6 +450,38 @@ def fn(x):
     distinct = {x.shape[1], 4}  # BREAK
     return x * len(distinct)
 ''', calls=SHAPES),
+        Example('''
+import torch
+
+SCALES = {4: 1.0, 8: 0.5}
+
+@torch.compile
+def fn(x):
+    return x * SCALES.get(x.shape[1], 0.25)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+CACHE = {}
+
+@torch.compile
+def fn(x):
+    h, w = x.shape
+    key = f"{h}x{w}"
+    if key not in CACHE:  # BREAK
+        CACHE[key] = 1.0  # BREAK
+    return x * CACHE[key]  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+SCALES = {}
+
+@torch.compile
+def fn(x):
+    b, n = x.shape
+    return x * SCALES.setdefault((b, n), 0.5)  # BREAK
+''', calls=SHAPES),
     ]
 
     # -- the uses that specialise ---------------------------------------------------------
@@ -403,6 +491,12 @@ def fn(x):
             if not is_tensor(ctx.kind(func.value)) and is_size(node.args[0].value, ctx):
                 self._report(node, node.args[0].value, "list.index() argument", ctx)
             return
+        if isinstance(func, cst.Attribute) and func.attr.value in ("get", "setdefault") and node.args \
+                and not is_tensor(ctx.kind(func.value)) and node.args[0].keyword is None:
+            size = _key_size(node.args[0].value, ctx)
+            if size is not None:
+                self._report(node, size, f"key of a Python dict lookup (.{func.attr.value}())", ctx)
+                return
         qualname = ctx.qualname(func)
         if qualname in _SEQUENCE_BUILDERS and node.args:
             size = _range_size(node.args[0].value, ctx)
@@ -434,12 +528,24 @@ def fn(x):
             return
         key = node.slice[0].slice.value
         container = node.value
-        if is_size(key, ctx) and not is_tensor(ctx.kind(container)) and whole_shape(container, ctx) is None:
+        if is_tensor(ctx.kind(container)) or whole_shape(container, ctx) is not None:
+            return
+        if is_size(key, ctx):
             self._report(node, key, "key of a Python dict or list lookup", ctx)
+            return
+        size = _key_size(key, ctx)
+        # A tuple of sizes also indexes a tensor (`x[idx]` of unknown x): only a container known
+        # to hash (a dict) says it is a key; a string key can only look up a mapping.
+        if size is not None and (_string_size(key, ctx) is not None or _hashed_container(container, ctx)):
+            self._report(node, size, "part of a Python dict key", ctx)
 
     def visit_DictElement(self, node: cst.DictElement, ctx) -> None:
         if is_size(node.key, ctx):
             self._report(node.key, node.key, "dict key", ctx)
+            return
+        size = _key_size(node.key, ctx)
+        if size is not None:
+            self._report(node.key, size, "part of a dict key", ctx)
 
     def visit_For(self, node: cst.For, ctx) -> None:
         self._trip_count(node.iter, ctx)
@@ -455,10 +561,12 @@ def fn(x):
     def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
         left = node.left
         for target in node.comparisons:
-            if isinstance(target.operator, (cst.In, cst.NotIn)) and is_size(left, ctx) \
-                    and _hashed_container(target.comparator, ctx):
-                self._report(node, left, "value looked up in a Python set or dict", ctx)
-                return
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and _hashed_container(target.comparator, ctx):
+                size = _key_size(left, ctx)
+                if size is not None:
+                    what = "value" if size is left else "part of a value"
+                    self._report(node, size, f"{what} looked up in a Python set or dict", ctx)
+                    return
             left = target.comparator
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
