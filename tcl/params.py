@@ -16,6 +16,7 @@ import libcst as cst
 
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .evidence import EVIDENCE_KINDS, parameter_evidence
+from .evidence import TENSOR as TENSOR_EVIDENCE
 from .kinds import SELF
 from .module_index import FunctionInfo
 
@@ -45,10 +46,16 @@ def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:
             continue
         kinds[name] = _param_kind(param, default_kind=Kind.TENSOR)
     assumed = {name for name, kind in kinds.items() if is_tensor(kind)}
-    if assumed:
+    # Judged a flag by its name alone (`p`, `step`, `dim`: no default, no annotation): tensor
+    # evidence in the body wins over the name (`p.add_(...)` in an optimizer's update helper).
+    named_only = {param.name.value for param in positional + list(params.kwonly_params)
+                  if kinds.get(param.name.value) == Kind.META and param.default is None and param.annotation is None}
+    if assumed or named_only:
         for name, what in body_evidence(function).items():
             if name in assumed and what in EVIDENCE_KINDS:
                 kinds[name] = EVIDENCE_KINDS[what]
+            elif name in named_only and what == TENSOR_EVIDENCE:
+                kinds[name] = Kind.TENSOR
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             kinds[star.name.value] = Kind.UNKNOWN

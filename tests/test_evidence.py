@@ -84,6 +84,26 @@ def test_forward_parameters_used_as_python_values_are_not_tensor_data():
     assert sorted((f.code, f.line) for f in report.findings) == [("TCL201", 18), ("TCL502", 11)]
 
 
+def test_tensor_evidence_wins_over_a_flag_name():
+    # `p` and `step` read as flags by their names (dropout's p, a step count); the body says
+    # tensor for `p` (clone, masked_fill) and nothing for `step`, which stays a Python value.
+    source = textwrap.dedent('''\
+        import torch
+
+
+        @torch.compile
+        def update(p, step, grad):
+            p = p.clone().masked_fill(grad > 0, 0.0)
+            if p.sum() > 0:
+                p = p * 2
+            if step > 3:
+                p = p + 1
+            return p
+    ''')
+    report = Analyzer(Config()).check_source(source, "m.py")
+    assert sorted((f.code, f.line) for f in report.findings) == [("TCL201", 7)]
+
+
 def test_findings_name_the_value_judged_tensor_data_and_why():
     source = textwrap.dedent('''\
         import torch
