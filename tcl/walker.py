@@ -195,6 +195,8 @@ class FunctionWalker(cst.CSTVisitor):
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
+        # names bound by `for row in t` of a tensor `t`: rows, so `row[0]` has one dim less
+        self.tensor_rows: set[str] = set()
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind, field_kind)
         self.resolve_call = resolve_call
         self.result = FunctionResult()
@@ -574,6 +576,8 @@ class FunctionWalker(cst.CSTVisitor):
                 self._bind_loop_target(elements[1], args[0])  # `for i, (a, b) in enumerate(zip(...))`
                 return
         self._bind_target(target, self._element_kind(iterable))
+        if isinstance(target, cst.Name) and is_tensor(self.kind(iterable)):
+            self.tensor_rows.add(target.value)
 
     # Environment updates.
     def leave_Assign(self, original_node: cst.Assign) -> None:
@@ -757,6 +761,7 @@ class FunctionWalker(cst.CSTVisitor):
     def _bind_target(self, target: cst.BaseExpression, kind: Kind, value: cst.BaseExpression | None = None) -> None:
         if isinstance(target, cst.Name):
             self._assign_name(target.value, kind)
+            self.tensor_rows.discard(target.value)
             if value is not None:
                 self.origins[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
