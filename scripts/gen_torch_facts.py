@@ -39,6 +39,10 @@ What it records, all read from torch itself rather than written by hand:
   (`p.add_(-lr, grad)`, `v.addcmul_(1 - beta, g, g)`, read from the `|deprecated` signatures
   in torch's own libtorch_python binary) break the graph, each form compiled in default mode:
   {"Tensor.add_": {"signatures": ["Scalar alpha, Tensor other"], "gb": "GB0117"}}.
+* skipped_modules: the third-party packages Dynamo's own trace rules skip whole
+  (torch._dynamo.trace_rules.THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...):
+  calling into them from compiled code breaks the graph (GB0007/GB0008). numpy is left out:
+  Dynamo traces NumPy calls through torch._numpy instead.
 * numpy_random: for the np.random functions in NUMPY_RANDOM_PROBES, whether a draw of one value
   (no size) and a draw of an array (a size given) break the graph, with the GB id, measured by
   compiling each in default mode: Dynamo traces NumPy arrays through torch, so on 2.13 an array
@@ -465,6 +469,14 @@ def _probe_deprecated_signatures() -> dict[str, dict]:
     return broken
 
 
+def _skipped_modules() -> list[str]:
+    """The top-level packages in Dynamo's THIRDPARTY_SKIPLIST, numpy left out (traced through
+    torch._numpy, and measured call by call in numpy_random / size_specialising_calls)."""
+    from torch._dynamo import trace_rules
+
+    return sorted({name.split(".")[0] for name in getattr(trace_rules, "THIRDPARTY_SKIPLIST", ())} - {"numpy"})
+
+
 def _probe_numpy_random() -> dict[str, dict]:
     """{np.random name: {"scalar": GB id | None, "array": GB id | None, "size_at": k}} for the
     NUMPY_RANDOM_PROBES, compiled in default mode (None: no break; a form not probed is left
@@ -621,6 +633,7 @@ def generate() -> dict:
         "data_reading_calls": _probe_data_reads(),
         "dynamic_shape_calls": _probe_dynamic_shapes(),
         "deprecated_signature_calls": _probe_deprecated_signatures(),
+        "skipped_modules": _skipped_modules(),
     }
 
 

@@ -249,12 +249,13 @@ class SkippedCall(Rule):
     gb = (((2, 0), "GB0007"),)
     # Measured on 2.13: re's pattern objects GB0092, inspect.signature GB0175, torch functions
     # returning Python numbers (torch.initial_seed(), torch.get_num_threads()) GB0208.
-    alt_gb = ("GB0092", "GB0175", "GB0208")
+    alt_gb = ("GB0092", "GB0175", "GB0208", "GB0008")  # GB0008: a skipped package's function inlined
     rationale = (
         "Dynamo refuses to trace some standard-library and torch functions (clocks, frame "
         "inspection, global RNG seeding, gc, importlib, most of random, re's pattern objects); "
-        "each call ends the graph. Which calls break is measured per torch release by "
-        "scripts/gen_torch_facts.py (tcl/torch_facts)."
+        "each call ends the graph, as does any call into a package Dynamo's trace rules skip "
+        "whole (THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...) or into scipy. Which "
+        "calls break is measured per torch release by scripts/gen_torch_facts.py (tcl/torch_facts)."
     )
     # For releases without generated facts: calls measured to break (a version spec where it
     # changed). Where tcl/torch_facts has the release, its measured skipped_calls replace this.
@@ -266,7 +267,9 @@ class SkippedCall(Rule):
         "torch.cuda.manual_seed_all": None, "random.seed": None,
         "random.random": "<2.14",  # traced since 2.14
     }
-    # Whole libraries Dynamo skips (C extensions behind thin Python wrappers).
+    # Whole libraries Dynamo skips: scipy (C extensions behind thin Python wrappers, measured),
+    # and, where tcl/torch_facts has the release, the packages of Dynamo's THIRDPARTY_SKIPLIST
+    # (skipped_modules: tqdm, pandas, sklearn, networkx, ...).
     SKIPPED_PACKAGES = ("scipy.",)
     VALID = [
         Example('''
@@ -379,6 +382,15 @@ def fn(x):
 ''', versions=">=2.13,<2.14"),
         Example('''
 import torch
+from hypothesis import strategies as st
+
+@torch.compile
+def fn(x):
+    st.integers(0, 3)  # BREAK (hypothesis: a package Dynamo skips whole, as tqdm or pandas)
+    return x * 2
+'''),
+        Example('''
+import torch
 from scipy.optimize import linear_sum_assignment
 
 @torch.compile
@@ -393,7 +405,8 @@ def fn(cost):
         gb = self.breaking_calls(tuple(ctx.version[:2])).get(name)
         if gb is not None:
             ctx.report(self, node, self.message.format(name=name.removeprefix("builtins.")), gb=gb)
-        elif name.startswith(self.SKIPPED_PACKAGES):
+        elif name.startswith(self.SKIPPED_PACKAGES) or (
+                "." in name and name.split(".", 1)[0] in skipped_modules(tuple(ctx.version[:2]))):
             ctx.report(self, node, self.message.format(name=name))
 
     @staticmethod
@@ -434,6 +447,14 @@ def fn(cost):
 
 
 _BREAKING_CALLS: dict[tuple[int, int], dict[str, str]] = {}
+
+
+def skipped_modules(release: tuple[int, int]) -> frozenset[str]:
+    """The packages Dynamo skips whole on this release (tcl/torch_facts' skipped_modules)."""
+    from .. import torch_facts
+
+    facts = torch_facts.facts_for(release)
+    return (facts.skipped_modules or frozenset()) if facts is not None else frozenset()
 
 
 class ExplicitGraphBreak(Rule):

@@ -49,6 +49,8 @@ class TorchFacts:
     # "Tensor.add_" -> {"signatures": ["Scalar alpha, Tensor other"], "gb": GB id}: deprecated
     # scalar-first forms (torch's own `|deprecated` signatures) that break, measured on this release
     deprecated_signature_calls: dict[str, dict] | None = None
+    # top-level packages Dynamo's trace rules skip whole (THIRDPARTY_SKIPLIST, numpy left out)
+    skipped_modules: frozenset[str] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -102,6 +104,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             dynamic_shape_calls=dict(data["dynamic_shape_calls"]) if "dynamic_shape_calls" in data else None,
             deprecated_signature_calls=(dict(data["deprecated_signature_calls"])
                                         if "deprecated_signature_calls" in data else None),
+            skipped_modules=frozenset(data["skipped_modules"]) if "skipped_modules" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
