@@ -58,6 +58,7 @@ import ast
 import importlib
 import inspect
 import json
+import logging
 import pkgutil
 import re
 import sys
@@ -449,6 +450,10 @@ def _probe_deprecated_signatures() -> dict[str, dict]:
                          "    M, B = torch.ones(3, 3), torch.ones(2, 3, 3)\n"
                          f"    r = {receiver}.{call}\n    return x + 1, r\n")
 
+    # A receiver of the wrong shape fails in fake-tensor propagation, which logs a traceback:
+    # that is the control doing its job, not news.
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level, fake_log.level = fake_log.level, logging.CRITICAL
     broken: dict[str, dict] = {}
     for method, forms in sorted(_deprecated_signatures().items()):
         for params in forms:
@@ -465,6 +470,7 @@ def _probe_deprecated_signatures() -> dict[str, dict]:
                     entry = broken.setdefault(f"Tensor.{method}", {"signatures": [], "gb": gb})
                     entry["signatures"].append(", ".join(f"{kind} {name}" for kind, name in params))
                 break
+    fake_log.setLevel(level)
     torch._dynamo.reset()
     return broken
 
