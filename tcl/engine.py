@@ -705,6 +705,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             "named_methods": lambda call: self.named_method_values(call.func, function),
             "overrides": lambda call: self.override_targets(call, function),
             "breaks": self._breaks,
+            "str_enum": lambda name: self.is_str_enum(name, function.index),
         }
         asked: list | None = None
         if memo is not None:  # an editor's re-check: reuse the walk if nothing it read changed
@@ -749,12 +750,34 @@ class FileAnalysis(EntryPoints, CallResolver):
             override_targets=questions["overrides"],
             callee_breaks=questions["breaks"],
             field_kind=questions["field"],
+            str_enum=questions["str_enum"],
             assume=self.analyzer.config.assume,
         )
         result = walker.run()
         if memo is not None:
             memo.keep_walk(function, inputs, facts, asked, result)
         return result
+
+    def is_str_enum(self, name: str, index) -> bool:
+        """Whether the class `name` (as `index` knows it: local or from the checked tree) is a
+        str-valued Enum: it derives from str and an Enum, or from enum.StrEnum, directly or
+        through its bases."""
+        queue, seen, has_str, has_enum = [self.class_named(name, index)], set(), False, False
+        while queue:
+            cls = queue.pop()
+            if cls is None or id(cls) in seen or len(seen) > 16:
+                continue
+            seen.add(id(cls))
+            for base in cls.bases:
+                if base == "enum.StrEnum":
+                    return True
+                if base == "builtins.str":
+                    has_str = True
+                elif base in ("enum.Enum", "enum.IntEnum"):
+                    has_enum = has_enum or base == "enum.Enum"
+                else:
+                    queue.append(self.class_named(base, cls.index))
+        return has_str and has_enum
 
     def _breaks(self, function: FunctionInfo) -> bool:
         result = self.results.get(id(function))

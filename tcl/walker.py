@@ -169,6 +169,7 @@ class FunctionWalker(cst.CSTVisitor):
         facts: dict | None = None,
         constants: dict | None = None,
         field_kind=lambda node: None,
+        str_enum=lambda name: False,
     ) -> None:
         self.assume = assume or None
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
@@ -180,6 +181,7 @@ class FunctionWalker(cst.CSTVisitor):
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
         self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
         self.callee_breaks = callee_breaks
+        self.str_enum = str_enum  # class name -> whether it is a str-valued Enum (engine)
         self.tuple_returns = tuple_returns
         self.dispatch_targets = dispatch_targets
         self.named_method_targets = named_method_targets

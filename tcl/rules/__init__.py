@@ -14,6 +14,7 @@ from .data_dependent import (
 )
 from .data_reads import DataReadAsCount
 from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
+from .enums import StrEnumMethod
 from .indexing import ZeroDimTensorIndex
 from .containers import GrowingContainer
 from .recompiles import (
@@ -45,7 +46,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
-        DeprecatedSignature, ZeroDimTensorIndex,
+        DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod,
     ],
     key=lambda rule: rule.code,
 ))
