@@ -170,6 +170,17 @@ CALL_PROBES = {
     "platform.python_version": "platform.python_version()", "platform.machine": "platform.machine()",
     "json.dumps": "json.dumps({'a': 1})", "json.loads": "json.loads('[1]')", "pickle.dumps": "pickle.dumps([1])",
     "hashlib.md5": "hashlib.md5(b'a')", "hashlib.sha256": "hashlib.sha256(b'a')",
+    # Session 18: more of what model code calls (paths, records, interpreter state, streams).
+    "os.path.abspath": "os.path.abspath('a')", "os.path.basename": "os.path.basename('/a/b')",
+    "dataclasses.fields": "dataclasses.fields(_Record())", "dataclasses.asdict": "dataclasses.asdict(_Record())",
+    "typing.get_type_hints": "typing.get_type_hints(_Record)", "ctypes.sizeof": "ctypes.sizeof(ctypes.c_int)",
+    "signal.getsignal": "signal.getsignal(signal.SIGINT)", "sys.getdefaultencoding": "sys.getdefaultencoding()",
+    "sys.stdout.write": "sys.stdout.write('')", "sys.stdout.flush": "sys.stdout.flush()",
+    "sys.stderr.write": "sys.stderr.write('')", "sys.stderr.flush": "sys.stderr.flush()",
+    "warnings.simplefilter": "warnings.simplefilter('default')",
+    "torch.get_default_device": "torch.get_default_device()", "torch.backends.cuda.is_built": "torch.backends.cuda.is_built()",
+    "torch.use_deterministic_algorithms": "torch.use_deterministic_algorithms(False)",
+    "torch.is_autocast_enabled": "torch.is_autocast_enabled()",
     "zlib.crc32": "zlib.crc32(b'a')", "base64.b64encode": "base64.b64encode(b'a')",
     "struct.pack": "struct.pack('i', 1)", "secrets.token_hex": "secrets.token_hex(4)",
     "traceback.format_stack": "traceback.format_stack()", "traceback.extract_stack": "traceback.extract_stack()",
@@ -321,8 +332,10 @@ PROBE_IMPORTS = (
     "import array, base64, bisect, concurrent.futures, datetime, decimal, fractions, getpass, glob, hashlib\n"
     "import heapq, io, json, locale, multiprocessing, os.path, pathlib, pickle, queue, secrets, shutil\n"
     "import statistics, struct, tempfile, threading, traceback, zlib\n"
+    "import ctypes, dataclasses, signal, typing, warnings\n"
     "import torch\n"
     "def _python_function(a, b=1):\n    return a\n"
+    "@dataclasses.dataclass\nclass _Record:\n    a: int = 1\n"
 )
 
 
