@@ -39,6 +39,9 @@ What it records, all read from torch itself rather than written by hand:
   (`p.add_(-lr, grad)`, `v.addcmul_(1 - beta, g, g)`, read from the `|deprecated` signatures
   in torch's own libtorch_python binary) break the graph, each form compiled in default mode:
   {"Tensor.add_": {"signatures": ["Scalar alpha, Tensor other"], "gb": "GB0117"}}.
+* breaking_tensor_methods: which of the Tensor methods in TENSOR_METHOD_PROBES that return a
+  Python value break the graph when compiled, with the GB id (`x.is_pinned()`,
+  `x.storage_offset()`, `x.is_signed()`: GB0208 on 2.13; `x.dim()`, `x.numel()` trace).
 * skipped_modules: the third-party packages Dynamo's own trace rules skip whole
   (torch._dynamo.trace_rules.THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...):
   calling into them from compiled code breaks the graph (GB0007/GB0008). numpy is left out:
@@ -278,6 +281,18 @@ SIZE_PROBES = {
         ("floor", "np.floor(n / 3)"), ("round", "np.round(n / 3)"), ("abs", "np.abs(-n)"),
         ("maximum", "np.maximum(n, 2)"), ("minimum", "np.minimum(n, 100)"), ("prod", "np.prod((n, 2))"),
         ("sum", "np.sum((n, 2))"), ("arange", "np.arange(n).sum()"), ("zeros", "np.zeros(n).sum()"))},
+}
+# Tensor methods that return Python values about the tensor (x is a (3,) float tensor): which
+# break the graph, with the GB id (`x.is_pinned()`, `x.storage_offset()`: GB0208 on 2.13).
+TENSOR_METHOD_PROBES = {
+    name: f"x.{call}" for name, call in (
+        ("is_pinned", "is_pinned()"), ("storage_offset", "storage_offset()"), ("is_shared", "is_shared()"),
+        ("is_signed", "is_signed()"), ("is_neg", "is_neg()"), ("is_conj", "is_conj()"),
+        ("is_set_to", "is_set_to(x)"), ("storage", "storage()"), ("untyped_storage", "untyped_storage()"),
+        ("data_ptr", "data_ptr()"), ("element_size", "element_size()"), ("get_device", "get_device()"),
+        ("is_contiguous", "is_contiguous()"), ("is_floating_point", "is_floating_point()"),
+        ("is_complex", "is_complex()"), ("nelement", "nelement()"), ("stride", "stride()"),
+        ("has_names", "has_names()"), ("dim", "dim()"), ("numel", "numel()"))
 }
 # Calls that reduce tensor data to a Python bool or number (`torch.allclose(a, b)` in a check,
 # `torch.equal(mask, ref)`), given the (3,) float input `x`: whether each breaks, with the GB id.
@@ -653,6 +668,8 @@ def generate() -> dict:
         "dynamic_shape_calls": _probe_dynamic_shapes(),
         "deprecated_signature_calls": _probe_deprecated_signatures(),
         "skipped_modules": _skipped_modules(),
+        "breaking_tensor_methods": {name.removeprefix("Tensor."): gb for name, gb in _breaking(
+            {f"Tensor.{k}": v for k, v in TENSOR_METHOD_PROBES.items()}, "import torch\n").items()},
     }
 
 

@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..fixes.guards import guard_call, remove_debugger
 from .. import torch_facts
+from ..dataflow import is_tensor
 from ..names import LOG_METHODS
 from .base import Example, Rule
 
@@ -382,6 +383,14 @@ def fn(x):
 ''', versions=">=2.13,<2.14"),
         Example('''
 import torch
+
+@torch.compile
+def fn(x):
+    offset = x.storage_offset()  # BREAK
+    return x * 2, offset
+'''),
+        Example('''
+import torch
 from hypothesis import strategies as st
 
 @torch.compile
@@ -401,6 +410,13 @@ def fn(cost):
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and is_tensor(ctx.kind(func.value)):
+            # `x.is_pinned()`, `x.storage_offset()`: measured per release (breaking_tensor_methods)
+            gb = breaking_tensor_methods(tuple(ctx.version[:2])).get(func.attr.value)
+            if gb is not None:
+                ctx.report(self, node, self.message.format(name=f"Tensor.{func.attr.value}"), gb=gb)
+            return
         name = ctx.qualname(node.func) or ""
         gb = self.breaking_calls(tuple(ctx.version[:2])).get(name)
         if gb is not None:
@@ -447,6 +463,19 @@ def fn(cost):
 
 
 _BREAKING_CALLS: dict[tuple[int, int], dict[str, str]] = {}
+
+
+# Methods another rule reports with its own message: is_inference() is TCL409's.
+_METHODS_OWNED_ELSEWHERE = frozenset({"is_inference"})
+
+
+def breaking_tensor_methods(release: tuple[int, int]) -> dict[str, str]:
+    """Tensor method -> GB id of the methods that break on this release (tcl/torch_facts)."""
+    from .. import torch_facts
+
+    facts = torch_facts.facts_for(release)
+    found = (facts.breaking_tensor_methods or {}) if facts is not None else {}
+    return {m: gb for m, gb in found.items() if m not in _METHODS_OWNED_ELSEWHERE}
 
 
 def skipped_modules(release: tuple[int, int]) -> frozenset[str]:

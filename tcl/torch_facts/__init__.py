@@ -51,6 +51,8 @@ class TorchFacts:
     deprecated_signature_calls: dict[str, dict] | None = None
     # top-level packages Dynamo's trace rules skip whole (THIRDPARTY_SKIPLIST, numpy left out)
     skipped_modules: frozenset[str] | None = None
+    # Tensor method -> GB id: methods returning Python values that break, measured on this release
+    breaking_tensor_methods: dict[str, str] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -105,6 +107,8 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             deprecated_signature_calls=(dict(data["deprecated_signature_calls"])
                                         if "deprecated_signature_calls" in data else None),
             skipped_modules=frozenset(data["skipped_modules"]) if "skipped_modules" in data else None,
+            breaking_tensor_methods=(dict(data["breaking_tensor_methods"])
+                                     if "breaking_tensor_methods" in data else None),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
