@@ -460,7 +460,7 @@ class TensorAsSize(Rule):
     modes = frozenset({DEFAULT_MODE})
     removed_by = frozenset({"capture_scalar_outputs"})
     rationale = (
-        "Sizes, slice bounds and narrow() lengths must be Python ints while tracing. A tensor there "
+        "Sizes, slice bounds, narrow() lengths and indexes of Python lists must be Python ints while tracing. A tensor there "
         "(`torch.arange(lengths.max())`, `x[:, :n]` with `n = mask.sum()`) is read out like "
         ".item(), ending the graph in default mode."
     )
@@ -534,6 +534,14 @@ def fn(x, mask):
         Example('''
 import torch
 
+@torch.compile
+def fn(x):
+    heads = [x * 1, x * 2, x * 3]
+    return heads[x[:3].argmax()]  # BREAK
+''', args="(torch.randn(4),)"),
+        Example('''
+import torch
+
 def first_rows(x, mask):
     return x[: mask.sum()]  # BREAK
 
@@ -565,6 +573,11 @@ def fn(x, mask):
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
         if not is_tensor(ctx.kind(node.value)):
+            # `heads[scores.argmax()]` of a Python list or tuple: the index is read like .item()
+            # (measured on 2.13: GB0124 in default mode, gone under capture_scalar_outputs)
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                    and _python_sequence(node.value, ctx) and self._first_use([node.slice[0].slice.value], ctx):
+                ctx.report(self, node, self.message.format(what="an index of a Python list or tuple"), gb="GB0124")
             return
         for element in node.slice:
             index = element.slice
@@ -595,6 +608,19 @@ def fn(x, mask):
             return False
         self._read |= names
         return True
+
+
+def _python_sequence(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """A list or tuple display, a comprehension, or a name bound to one (a dict, indexed by a
+    tensor, hashes it by identity and does not break)."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.Name) and depth < 3:
+        if node.value in getattr(ctx, "tuple_env", {}):
+            return True
+        origin = ctx.origins.get(node.value)
+        return origin is not None and origin is not node and _python_sequence(origin, ctx, depth + 1)
+    return False
 
 
 class SequenceCompareWithTensor(Rule):
