@@ -42,6 +42,9 @@ What it records, all read from torch itself rather than written by hand:
 * breaking_tensor_methods: which of the Tensor methods in TENSOR_METHOD_PROBES that return a
   Python value break the graph when compiled, with the GB id (`x.is_pinned()`,
   `x.storage_offset()`, `x.is_signed()`: GB0208 on 2.13; `x.dim()`, `x.numel()` trace).
+* optimizer_calls: which OPTIMIZER_PROBES (optimizer and LR-scheduler methods a compiled training
+  step calls) break, with the GB id: `optimizer.zero_grad()` and `scheduler.step()` are functions
+  Dynamo skips on 2.13 (GB0008); nn.Module.zero_grad traces.
 * skipped_modules: the third-party packages Dynamo's own trace rules skip whole
   (torch._dynamo.trace_rules.THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...):
   calling into them from compiled code breaks the graph (GB0007/GB0008). numpy is left out:
@@ -293,6 +296,19 @@ TENSOR_METHOD_PROBES = {
         ("is_contiguous", "is_contiguous()"), ("is_floating_point", "is_floating_point()"),
         ("is_complex", "is_complex()"), ("nelement", "nelement()"), ("stride", "stride()"),
         ("has_names", "has_names()"), ("dim", "dim()"), ("numel", "numel()"))
+}
+# Optimizer and LR-scheduler methods called inside compiled code (a compiled training step),
+# on an SGD optimizer with gradients and a StepLR scheduler: which break, with the GB id.
+# Optimizer.step is left out on purpose: its break is inside torch's profiling wrapper and the
+# step body then compiles as its own frame (PyTorch's own recipe for compiling the optimizer).
+OPTIMIZER_PROBE_SETUP = (
+    "import torch\n_lin = torch.nn.Linear(3, 1)\nfor _p in _lin.parameters():\n    _p.grad = torch.ones_like(_p)\n"
+    "_opt = torch.optim.SGD(_lin.parameters(), lr=0.1)\n_sched = torch.optim.lr_scheduler.StepLR(_opt, 2)\n")
+OPTIMIZER_PROBES = {
+    "Optimizer.zero_grad": "_opt.zero_grad()", "Optimizer.state_dict": "_opt.state_dict()",
+    "Optimizer.add_param_group": "_opt.add_param_group({'params': [torch.nn.Parameter(torch.ones(1))]})",
+    "LRScheduler.step": "_sched.step()", "LRScheduler.get_last_lr": "_sched.get_last_lr()",
+    "Module.zero_grad": "_lin.zero_grad()",
 }
 # Calls that reduce tensor data to a Python bool or number (`torch.allclose(a, b)` in a check,
 # `torch.equal(mask, ref)`), given the (3,) float input `x`: whether each breaks, with the GB id.
@@ -668,6 +684,7 @@ def generate() -> dict:
         "dynamic_shape_calls": _probe_dynamic_shapes(),
         "deprecated_signature_calls": _probe_deprecated_signatures(),
         "skipped_modules": _skipped_modules(),
+        "optimizer_calls": _breaking(OPTIMIZER_PROBES, OPTIMIZER_PROBE_SETUP),
         "breaking_tensor_methods": {name.removeprefix("Tensor."): gb for name, gb in _breaking(
             {f"Tensor.{k}": v for k, v in TENSOR_METHOD_PROBES.items()}, "import torch\n").items()},
     }

@@ -21,6 +21,7 @@ from .recompiles import (
     DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
 from .signatures import DeprecatedSignature
+from .training import OptimizerCallInCompiledRegion
 from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
@@ -46,7 +47,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         ModuleIntCounter, RangeOverIntArgument, DynamicFalseShapeReads, VaryingLengthArgument,
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
-        DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod,
+        DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod, OptimizerCallInCompiledRegion,
     ],
     key=lambda rule: rule.code,
 ))

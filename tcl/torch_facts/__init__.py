@@ -53,6 +53,9 @@ class TorchFacts:
     skipped_modules: frozenset[str] | None = None
     # Tensor method -> GB id: methods returning Python values that break, measured on this release
     breaking_tensor_methods: dict[str, str] | None = None
+    # "Optimizer.zero_grad" / "LRScheduler.step" -> GB id: methods a compiled training step calls
+    # that break, measured on this release
+    optimizer_calls: dict[str, str] | None = None
 
     def is_module_class(self, qualname: str) -> bool | None:
         """True/False where torch's data knows the name, None where it does not."""
@@ -109,6 +112,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             skipped_modules=frozenset(data["skipped_modules"]) if "skipped_modules" in data else None,
             breaking_tensor_methods=(dict(data["breaking_tensor_methods"])
                                      if "breaking_tensor_methods" in data else None),
+            optimizer_calls=dict(data["optimizer_calls"]) if "optimizer_calls" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
