@@ -255,8 +255,10 @@ class SkippedCall(Rule):
         "Dynamo refuses to trace some standard-library and torch functions (clocks, frame "
         "inspection, global RNG seeding, gc, importlib, most of random, re's pattern objects); "
         "each call ends the graph, as does any call into a package Dynamo's trace rules skip "
-        "whole (THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...) or into scipy. Which "
-        "calls break is measured per torch release by scripts/gen_torch_facts.py (tcl/torch_facts)."
+        "whole (THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...) or into scipy, and "
+        "some Tensor methods that return Python values (`x.is_pinned()`, `x.storage_offset()`, "
+        "`x.is_signed()`: GB0208). Which calls break is measured per torch release by "
+        "scripts/gen_torch_facts.py (tcl/torch_facts)."
     )
     # For releases without generated facts: calls measured to break (a version spec where it
     # changed). Where tcl/torch_facts has the release, its measured skipped_calls replace this.
