@@ -22,7 +22,8 @@ from .recompiles import (
 )
 from .signatures import DeprecatedSignature
 from .training import OptimizerCallInCompiledRegion
-from .specialisation import SizeSpecialisedByPython, SizeSpecialisingCall
+from .size_calls import SizeSpecialisingCall
+from .specialisation import SizeSpecialisedByPython
 from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
     SkippedCall, WarningsWarn,
