@@ -19,7 +19,7 @@ from .base import SAFE, Fix
 
 
 def fix_deprecated_signature(finding, node: cst.CSTNode, ctx) -> Fix | None:
-    from ..rules.signatures import deprecated_form
+    from ..rules.signatures import deprecated_form  # here: the rule's module imports this one
 
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
         return None

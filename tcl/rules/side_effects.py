@@ -7,6 +7,7 @@ import libcst as cst
 from ..fixes.guards import guard_call, remove_debugger
 from .. import torch_facts
 from ..dataflow import is_tensor
+from .catalog import _is_imported
 from ..names import LOG_METHODS
 from .base import Example, Rule
 
@@ -283,6 +284,16 @@ def fn(x):
     noise = torch.rand_like(x)
     return x + noise * 0
 '''),
+        # A local value named like a package Dynamo skips (`tree`) is not that package.
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    tree = {"scale": 2.0}
+    tree.update(offset=1.0)
+    return x * tree["scale"] + tree.get("offset")
+'''),
         Example('''
 import random
 import torch
@@ -413,18 +424,21 @@ def fn(cost):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and is_tensor(ctx.kind(func.value)):
-            # `x.is_pinned()`, `x.storage_offset()`: measured per release (breaking_tensor_methods)
-            gb = breaking_tensor_methods(tuple(ctx.version[:2])).get(func.attr.value)
-            if gb is not None:
+        release = tuple(ctx.version[:2])
+        if isinstance(func, cst.Attribute):
+            # `x.is_pinned()`, `x.storage_offset()`: measured per release (breaking_tensor_methods);
+            # the name is looked up first, so the receiver's kind is asked only for those
+            gb = breaking_tensor_methods(release).get(func.attr.value)
+            if gb is not None and is_tensor(ctx.kind(func.value)):
                 ctx.report(self, node, self.message.format(name=f"Tensor.{func.attr.value}"), gb=gb)
-            return
+                return
         name = ctx.qualname(node.func) or ""
-        gb = self.breaking_calls(tuple(ctx.version[:2])).get(name)
+        gb = self.breaking_calls(release).get(name)
         if gb is not None:
             ctx.report(self, node, self.message.format(name=name.removeprefix("builtins.")), gb=gb)
         elif name.startswith(self.SKIPPED_PACKAGES) or (
-                "." in name and name.split(".", 1)[0] in skipped_modules(tuple(ctx.version[:2]))):
+                # an imported package, not a local value that shares its name (`tree.update()`)
+                _is_imported(func, ctx) and name.split(".", 1)[0] in skipped_modules(release)):
             ctx.report(self, node, self.message.format(name=name))
 
     @staticmethod
