@@ -574,6 +574,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.project = analyzer.project
         self.index = index
         self.results: dict[int, FunctionResult] = {}
+        self._str_enums: dict[tuple[str, int], bool] = {}  # (class name, index id) -> str Enum?
         self.param_kinds: dict[int, dict[str, Kind]] = {}
         self.functions: dict[int, FunctionInfo] = {}
         self.entries: dict[int, str] = {}
@@ -761,7 +762,13 @@ class FileAnalysis(EntryPoints, CallResolver):
     def is_str_enum(self, name: str, index) -> bool:
         """Whether the class `name` (as `index` knows it: local or from the checked tree) is a
         str-valued Enum: it derives from str and an Enum, or from enum.StrEnum, directly or
-        through its bases."""
+        through its bases. Asked at every str-method call in traced code: answered once per name."""
+        key = (name, id(index))
+        if key not in self._str_enums:
+            self._str_enums[key] = self._derives_str_enum(name, index)
+        return self._str_enums[key]
+
+    def _derives_str_enum(self, name: str, index) -> bool:
         queue, seen, has_str, has_enum = [self.class_named(name, index)], set(), False, False
         while queue:
             cls = queue.pop()
