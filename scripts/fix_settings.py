@@ -19,8 +19,14 @@ graph breaks:
    compiled output can differ.
 
 A setting counts as kept only when the compiled run does not fail, its output matches eager,
-and the breaks go down; otherwise the model keeps its breaks as they were (what `tcl fix --verify`
-does with a fix that does not prove out).
+the breaks go down and none of them has a GB id the run without the settings lacks; otherwise
+the model keeps its breaks as they were (what `tcl fix --verify` does with a fix that does not
+prove out).
+
+`--from runtime` takes the settings instead from the breaks the model hits as written (its stored
+oracle output), as `tcl fix --verify` does for a file whose examples reproduce the run:
+tcl.fixes.settings.settings_for_breaks of their GB ids. `--from both` is what `tcl fix --verify`
+tries: the union.
 """
 
 from __future__ import annotations
@@ -118,6 +124,14 @@ def settings_for(name: str, entry: dict, python: str, assume: list[str]) -> tupl
     return sorted(settings), codes
 
 
+def runtime_settings(breaks: list[dict]) -> dict[str, list[str]]:
+    """setting -> GB ids: what `tcl fix --verify` tries for a run with these breaks."""
+    from tcl.fixes.settings import settings_for_breaks
+    from tcl.torch_version import installed
+
+    return settings_for_breaks([b.get("gb") for b in breaks], installed() or (2, 13))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev")
@@ -129,6 +143,9 @@ def main(argv=None) -> int:
                         "instead of running it again (except the --rerun ones)")
     parser.add_argument("--rerun", default="", help="with --reuse: comma-separated models to run again")
     parser.add_argument("--timeout", type=int, default=400)
+    parser.add_argument("--from", dest="source", choices=("findings", "runtime", "both"), default="findings",
+                        help="where the settings come from: tcl check's findings (default), the breaks the "
+                             "model hits as written, or both (tcl fix --verify)")
     parser.add_argument("--report", metavar="JSON", help="print the table of a saved --json result and exit")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "SETTINGS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -167,9 +184,15 @@ def main(argv=None) -> int:
             library, mode, _ = MODELS[name]
             assume = [f"training={'true' if mode == 'train' else 'false'}", "device=cpu", "dtype=float32"]
             entry = entries.get(name, {})
-            settings, codes = settings_for(name, entry, args.python, assume) if "entry" in entry else ([], [])
+            settings, codes = [], []
+            if args.source != "runtime" and "entry" in entry:
+                settings, codes = settings_for(name, entry, args.python, assume)
+            if args.source != "findings":
+                observed = runtime_settings(stored.get(name, {}).get("breaks", []))
+                settings = sorted(set(settings) | set(observed))
+                codes += [f"{gb} at run time" for gbs in observed.values() for gb in gbs]
             item = {"library": library, "mode": mode, "settings": settings, "codes": dict(collections.Counter(codes)),
-                    "stored_breaks": len(stored.get(name, {}).get("breaks", []))}
+                    "stored_breaks": len(stored.get(name, {}).get("breaks", [])), "from": args.source}
             if settings:
                 for variant, chosen in (("without", []), ("with", settings)):
                     item[variant] = _variant(args, tmp, name, variant, chosen)
@@ -183,7 +206,7 @@ def main(argv=None) -> int:
     before, after = _print_table(fl, args.split, rows)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"split": args.split, "versions": fl.versions(), "models": results,
+            json.dump({"split": args.split, "from": args.source, "versions": fl.versions(), "models": results,
                        "breaks_before": before, "breaks_after": after}, handle, indent=1, sort_keys=True)
     return 0
 
@@ -250,6 +273,9 @@ def _verdict(item: dict) -> tuple[str, int, int]:
         return f"rejected: compiled output differs ({with_['compare'].get('why', '')[:60]})", before, before
     if with_["breaks"] >= before:
         return f"rejected: breaks did not go down ({before} -> {with_['breaks']})", before, before
+    new_ids = set(with_.get("gbs", {})) - set(without.get("gbs", {}))
+    if new_ids:
+        return f"rejected: a new graph break ({', '.join(sorted(new_ids))})", before, before
     return "kept", before, with_["breaks"]
 
 

@@ -49,6 +49,10 @@ What it records, all read from torch itself rather than written by hand:
   (torch._dynamo.trace_rules.THIRDPARTY_SKIPLIST: tqdm, pandas, sklearn, networkx, ...):
   calling into them from compiled code breaks the graph (GB0007/GB0008). numpy is left out:
   Dynamo traces NumPy calls through torch._numpy instead.
+* gb_settings: GB id -> the torch._dynamo.config switches the graph-break registry's own hints
+  for that id name (`Set torch._dynamo.config.capture_scalar_outputs = True` under GB0124),
+  read from the graph_break_registry.json the release ships, names the release's config lacks
+  left out. `tcl fix --verify` tries them where a file's examples break with that id.
 * numpy_random: for the np.random functions in NUMPY_RANDOM_PROBES, whether a draw of one value
   (no size) and a draw of an array (a size given) break the graph, with the GB id, measured by
   compiling each in default mode: Dynamo traces NumPy arrays through torch, so on 2.13 an array
@@ -527,6 +531,27 @@ def _skipped_modules() -> list[str]:
     return sorted({name.split(".")[0] for name in getattr(trace_rules, "THIRDPARTY_SKIPLIST", ())} - {"numpy"})
 
 
+def _gb_settings() -> dict[str, list[str]]:
+    """GB id -> the torch._dynamo.config switches its own hints say remove it
+    (`Set torch._dynamo.config.capture_scalar_outputs = True`), from the graph-break registry
+    this release ships; only names the release's config has. `tcl fix --verify` tries them where
+    the examples break with that id at run time."""
+    import torch._dynamo
+    import torch._dynamo.config as config
+
+    path = Path(torch._dynamo.__file__).parent / "graph_break_registry.json"
+    if not path.is_file():
+        return {}
+    registry = json.loads(path.read_text(encoding="utf-8"))
+    found: dict[str, list[str]] = {}
+    for gb_id, entries in sorted(registry.items()):
+        text = json.dumps(entries)
+        names = sorted({name for name in re.findall(r"config\.(\w+)\s*=\s*True", text) if hasattr(config, name)})
+        if names:
+            found[gb_id] = names
+    return found
+
+
 def _probe_numpy_random() -> dict[str, dict]:
     """{np.random name: {"scalar": GB id | None, "array": GB id | None, "size_at": k}} for the
     NUMPY_RANDOM_PROBES, compiled in default mode (None: no break; a form not probed is left
@@ -684,6 +709,7 @@ def generate() -> dict:
         "dynamic_shape_calls": _probe_dynamic_shapes(),
         "deprecated_signature_calls": _probe_deprecated_signatures(),
         "skipped_modules": _skipped_modules(),
+        "gb_settings": _gb_settings(),
         "optimizer_calls": _breaking(OPTIMIZER_PROBES, OPTIMIZER_PROBE_SETUP),
         "breaking_tensor_methods": {name.removeprefix("Tensor."): gb for name, gb in _breaking(
             {f"Tensor.{k}": v for k, v in TENSOR_METHOD_PROBES.items()}, "import torch\n").items()},

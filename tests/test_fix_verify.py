@@ -145,3 +145,70 @@ def test_examples_that_raise_as_written_are_left_out():
         before, {"examples": [_run(one), {"name": "f", "error": "TypeError: x"}]}).why
     assert "nothing to verify on" in compare(
         {"examples": [{"name": "f", "error": "E"}]}, {"examples": [{"name": "f", "error": "E"}]}).why
+
+
+PICKER = '''
+import torch
+from torch import nn
+
+
+class Picker(nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        kept = self.op(x)
+        return kept.sum() * 2 + x.mean()
+
+
+def main():
+    model = torch.compile(Picker(torch.unique))
+    return model(torch.tensor([3.0, 1.0, 3.0, 2.0]))
+
+
+def tcl_examples():
+    return [(Picker(torch.unique), (torch.tensor([3.0, 1.0, 3.0, 2.0]),), {})]
+'''
+
+
+def test_a_setting_the_examples_break_for_is_tried_where_no_finding_names_the_break(tmp_path, capsys):
+    # torch.unique arrives as a constructor argument: tcl check cannot see which op runs, and
+    # reports nothing; the example breaks with GB0036 at run time, whose registry hint names
+    # capture_dynamic_output_shape_ops. The setting goes before the compile call inside main(),
+    # and the verifier applies it to its compiled runs (settings_of reads the variant).
+    path = tmp_path / "picker.py"
+    path.write_text(PICKER)
+    assert main(["check", "--no-config", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["fix", "--verify", "--apply", "--no-config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: GB0036 at run time: fixed (verified on 1 example: breaks 1 -> 0)" in err
+    text = path.read_text()
+    assert ("def main():\n    torch._dynamo.config.capture_dynamic_output_shape_ops = True\n"
+            "    model = torch.compile(") in text
+    # Idempotent: the file now sets it, so nothing more is tried.
+    assert main(["fix", "--verify", "--apply", "--no-config", str(path)]) == 0
+    assert path.read_text() == text
+
+
+def test_a_setting_the_examples_call_for_is_not_kept_when_the_breaks_stay(tmp_path, capsys):
+    # The unique's values steer a Python branch: under the setting the break moves to the
+    # branch, the count does not go down, and the file is left as it was.
+    path = tmp_path / "branchy.py"
+    path.write_text(PICKER.replace("        return kept.sum() * 2 + x.mean()",
+                                   "        if kept.numel() > 2:\n            return x * 2\n        return x"))
+    before = path.read_text()
+    main(["fix", "--verify", "--apply", "--no-config", str(path)])
+    err = capsys.readouterr().err
+    assert f"{path}: GB0036 at run time: not fixed:" in err
+    assert path.read_text() == before
+
+
+def test_settings_for_breaks_reads_the_registry_hints_and_the_rules():
+    from tcl.fixes.settings import settings_for_breaks
+
+    found = settings_for_breaks(["GB0036", "GB0124", "GB0033", "GB0170", None], (2, 13))
+    assert found == {"capture_dynamic_output_shape_ops": ["GB0036"],
+                     "capture_scalar_outputs": ["GB0033", "GB0124"]}
+    assert settings_for_breaks(["GB0170"], (2, 13)) == {}

@@ -49,7 +49,8 @@ class Fix:
     held_back: bool = False  # an unsafe fix `tcl fix --verify` leaves out of one variant
 
     def describe(self) -> str:
-        text = f"{self.code} {self.line}:{self.col} {self.title}"
+        # line 0: a fix of the whole file (a setting the examples call for), not of one finding
+        text = f"{self.code} {self.line}:{self.col} {self.title}" if self.line else f"{self.code} {self.title}"
         return f"{text} -- {self.note}" if self.note else text
 
 

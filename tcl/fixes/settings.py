@@ -13,6 +13,12 @@ Python branch on a captured value still breaks (TCL208 then says where), and a b
 handle the captured ops; `tcl fix --verify` tries it on the compiler first. Once the line is in
 the file, tcl check reads it (tcl/dynamo_settings.py) and the findings it removes are gone, so
 the fix is applied once.
+
+`tcl fix --verify` adds the settings the file's examples call for at run time
+(`settings_for_breaks`): a break the examples hit whose GB id a setting removes (the id's own
+hints in torch's graph-break registry, generated into torch_facts, or a rule measured to be
+removed by it) gets the setting at the file's compile call even where no finding of tcl check
+names that break; such a fix is only ever kept after the compiler shows the breaks go down.
 """
 
 from __future__ import annotations
@@ -22,6 +28,61 @@ import libcst as cst
 from .. import dynamo_settings
 from ..module_index import FunctionInfo
 from .base import UNSAFE, Fix
+
+
+def settings_for_breaks(gb_ids, version) -> dict[str, list[str]]:
+    """setting -> the GB ids among `gb_ids` it may remove, for the settings tcl can insert and
+    read back (dynamo_settings.KNOWN): those the targeted release's graph-break registry names in
+    the id's hints, and those a rule reporting the id is measured to be removed by."""
+    from .. import torch_facts
+    from ..rules import BY_CODE
+
+    hinted = torch_facts.measured(tuple(version), "gb_settings")
+    found: dict[str, list[str]] = {}
+    for gb_id in sorted(set(i for i in gb_ids if i)):
+        settings = set(hinted.get(gb_id, ()))
+        for rule in BY_CODE.values():
+            if gb_id in rule.gb_ids():
+                settings |= rule.removed_by
+        for setting in sorted(settings & set(dynamo_settings.KNOWN)):
+            found.setdefault(setting, []).append(gb_id)
+    return found
+
+
+def observed_settings_fixes(report, observed: dict[str, list[str]], parents) -> list[Fix]:
+    """One fix per setting of `observed` (settings_for_breaks of the breaks the file's examples
+    hit at run time) that the file does not set yet, before its first compile statement; none
+    where the file compiles nothing. Line 0: the fix belongs to the file, not to a finding, and
+    its key must not move when another setting goes in above the same statement."""
+    analysis, module = report.analysis, report.module
+    index = analysis.index
+    statement = _first_compile_call(index, parents)
+    if statement is None:
+        statement = next((_innermost_statement(f.node, parents) for f in index.functions.values()
+                          if f.is_compiled), None)
+    if statement is None:
+        return []
+    already = dynamo_settings.settings_in_file(index)
+    fixes = []
+    for setting, gb_ids in sorted(observed.items()):
+        if setting in already:
+            continue
+        ids = ", ".join(gb_ids)
+        fixes.append(_setting_fix(setting, statement, module, ids, 0, 0, f"The examples break with {ids} at run time"))
+    return fixes
+
+
+def _setting_fix(setting: str, statement, module, code: str, line: int, col: int, why: str) -> Fix:
+    new_line = cst.parse_statement(dynamo_settings.statement(setting) + module.default_newline,
+                                   config=module.config_for_parsing)
+    new_line = new_line.with_changes(leading_lines=statement.leading_lines)
+    # A def keeps its blank lines above it (PEP 8); a plain statement follows the setting.
+    after = statement if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else \
+        statement.with_changes(leading_lines=())
+    return Fix(code, line, col, f"turn on torch._dynamo.config.{setting} before compiling", UNSAFE,
+               {statement: cst.FlattenSentinel([new_line, after])},
+               note=f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[setting]}. {why}",
+               needs_torch=True)
 
 
 def settings_fixes(report, pairs, parents) -> list[Fix]:
@@ -49,22 +110,10 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
             key = setting  # one line per setting: once it is in the file, it holds for every compile
             if key in fixes:
                 continue
-            line = cst.parse_statement(dynamo_settings.statement(setting) + module.default_newline,
-                                       config=module.config_for_parsing)
-            line = line.with_changes(leading_lines=statement.leading_lines)
-            # A def keeps its blank lines above it (PEP 8); a plain statement follows the setting.
-            after = statement if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else \
-                statement.with_changes(leading_lines=())
-            fixes[key] = Fix(
-                finding.code, finding.line, finding.col,
-                f"turn on torch._dynamo.config.{setting} before compiling",
-                UNSAFE,
-                {statement: cst.FlattenSentinel([line, after])},
-                note=(f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[setting]}. "
-                      + (f"It removes the break in {finding.library.split(':')[0]}, code you do not edit"
-                         if finding.library else f"It removes the break at line {finding.line}, which has no rewrite")),
-                needs_torch=True,
-            )
+            fixes[key] = _setting_fix(
+                setting, statement, module, finding.code, finding.line, finding.col,
+                f"It removes the break in {finding.library.split(':')[0]}, code you do not edit"
+                if finding.library else f"It removes the break at line {finding.line}, which has no rewrite")
     return list(fixes.values())
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 from ..findings import FileError, Finding
 from ..guards import refusal
 from ..fixes.base import SAFE, SUGGESTION, UNSAFE, Fix, FixContext
-from ..fixes.settings import settings_fixes
+from ..fixes.settings import observed_settings_fixes, settings_fixes
 
 MAX_ROUNDS = 8
 
@@ -44,10 +44,12 @@ class FileFix:
 
 
 def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, package: str = "",
-               ignored: tuple[str, ...] = (), unsafe_keys: frozenset | None = None) -> FileFix:
+               ignored: tuple[str, ...] = (), unsafe_keys: frozenset | None = None,
+               observed: dict[str, list[str]] | None = None) -> FileFix:
     """Fix one file's text. Never raises for bad input: problems land in `errors`.
     `unsafe_keys`: with `unsafe`, only the unsafe fixes whose (code, line, col) is in it are
-    applied (`tcl fix --verify` tries them one at a time)."""
+    applied (`tcl fix --verify` tries them one at a time). `observed`: setting -> GB ids, the
+    settings the file's examples call for at run time (`tcl fix --verify`; fixes/settings.py)."""
     result = FileFix(path, source, source)
     threshold = UNSAFE if unsafe else SAFE
     current = source
@@ -70,7 +72,7 @@ def fix_source(source: str, path: str, analyzer, *, unsafe: bool = False, packag
             result.before = findings
         if report.module is None:
             break
-        fixes = collect_fixes(report, pairs, analyzer.version, result.warnings)
+        fixes = collect_fixes(report, pairs, analyzer.version, result.warnings, observed)
         if any(f.needs_torch for f in fixes) and imports_torch_lazily(report.module):
             for fix in fixes:
                 if fix.needs_torch and fix.safety > UNSAFE:
@@ -175,7 +177,7 @@ def compiles(source: str, path: str) -> bool:
 # -- collecting fixes ------------------------------------------------------------------------
 
 
-def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
+def collect_fixes(report, pairs, version, warnings: list[str], observed: dict | None = None) -> list[Fix]:
     module = report.module
     parents = _parents(module)
     fixes = []
@@ -200,6 +202,9 @@ def collect_fixes(report, pairs, version, warnings: list[str]) -> list[Fix]:
     # the file's own that no rewrite covers: a Dynamo setting at the file's compile call may
     # remove the break (fixes/settings.py).
     fixes.extend(settings_fixes(report, [(f, c) for f, c in pairs if f.library or id(f) not in rewritten], parents))
+    if observed:  # what the examples hit at run time and no finding's setting covers
+        static = {fix.title for fix in fixes}
+        fixes.extend(fix for fix in observed_settings_fixes(report, observed, parents) if fix.title not in static)
     return fixes
 
 

@@ -55,14 +55,16 @@ def summarize(result) -> FixSummary:
 
 
 def fix_file(text: str, path: str, analyzer, *, unsafe: bool, package: str, ignored: tuple[str, ...],
-             timeout: float | None, memory_mb: int | None, unsafe_keys: frozenset | None = None) -> FixSummary:
+             timeout: float | None, memory_mb: int | None, unsafe_keys: frozenset | None = None,
+             observed: dict | None = None) -> FixSummary:
     """fix_source for one file under the limits; over one: an error, the text unchanged.
-    `unsafe_keys`: with `unsafe`, apply only the unsafe fixes with these (code, line, col)."""
+    `unsafe_keys`: with `unsafe`, apply only the unsafe fixes with these (code, line, col);
+    `observed`: the settings the examples call for at run time (fix_source)."""
     from .apply import fix_source
 
     outcome = run_bounded(
         lambda: summarize(fix_source(text, path, analyzer, unsafe=unsafe, package=package, ignored=ignored,
-                                     unsafe_keys=unsafe_keys)),
+                                     unsafe_keys=unsafe_keys, observed=observed)),
         timeout, memory_mb,
     )
     if outcome.kind == "ok":

@@ -161,11 +161,14 @@ MAX_SINGLE_CANDIDATES = 8
 def _verified(session, path: str, text: str, proven, analyzer, options):
     """(the fix summary to keep, one verdict line per fix) for `tcl fix --verify`: the proven
     (safe) fixes, plus the unsafe ones the compiler confirms (tcl/fixing/verification.py)."""
+    from ..fixes.settings import settings_for_breaks
     from .bounded import fix_file
     from .verification import has_examples
 
     def verdict_line(key, outcome: str) -> str:
         code, line, col = key[:3]
+        if not line:  # a setting the examples' breaks call for: the file's, not one finding's
+            return f"{path}: {code} at run time: {outcome}"
         return f"{path}:{line}:{col}: {code} {outcome}"
 
     def verified(verdict) -> str:
@@ -173,6 +176,10 @@ def _verified(session, path: str, text: str, proven, analyzer, options):
                 f"breaks {verdict.breaks_before} -> {verdict.breaks_after})")
 
     lines = [verdict_line(key, "fixed (proven)") for key in proven.applied_keys]
+    observed = None
+    if has_examples(text):  # the breaks the examples hit as written may call for a setting
+        observed = settings_for_breaks(session.observed_breaks(path, text), analyzer.version) or None
+    options = dict(options, observed=observed)
     candidate = fix_file(text, path, analyzer, unsafe=True, **options)
     unsafe = [key[:3] for key in candidate.applied_keys if key[3] == "unsafe"]
     if candidate.errors or not unsafe:

@@ -165,12 +165,25 @@ class Session:
     def close(self) -> None:
         remove_tree(self.tmp)
 
-    def verify(self, path: str, original: str, variant: str) -> Verdict:
+    def baseline(self, path: str, original: str) -> Baseline:
+        """The file as written, run once per file."""
         baseline = self.baselines.get(path)
         if baseline is None:
             self.count += 1
             data, error = run_variant(path, original, self.tmp, f"original{self.count}")
             baseline = self.baselines[path] = Baseline(data, error)
+        return baseline
+
+    def observed_breaks(self, path: str, original: str) -> list[str]:
+        """The GB ids of the graph breaks the file's examples hit as written (one per break;
+        examples that raise left out)."""
+        data = self.baseline(path, original).data
+        if data is None:
+            return []
+        return [gb for row in data["examples"] if not row.get("error") for gb in row.get("breaks", ()) if gb]
+
+    def verify(self, path: str, original: str, variant: str) -> Verdict:
+        baseline = self.baseline(path, original)
         if baseline.data is None:
             return Verdict(False, f"the original {baseline.error}")
         kept = baseline.results.get(variant)
@@ -238,26 +251,43 @@ def child(path: str, dotted: str, root: str) -> dict:
     spec.loader.exec_module(module)
     torch.manual_seed(SEED)
     examples = list(module.tcl_examples())
-    out = []
-    for example in examples:
-        target, args, kwargs = unwrap_compiled(example[0]), tuple(example[1]), dict(example[2] or {})
-        name = getattr(target, "__name__", type(target).__name__)
-        row = {"name": name}
-        try:
-            with torch.no_grad():
-                torch.manual_seed(SEED)
-                row["eager"] = _detach(target(*args, **kwargs))
-                torch._dynamo.reset()
-                torch.manual_seed(SEED)
-                row["compiled"] = _detach(torch.compile(target, backend="eager")(*args, **kwargs))
-                torch._dynamo.reset()
-                result = probe(target, args, kwargs, modes=("default",), fresh_target=True)
-                row["breaks"] = [b.gb for b in result.breaks]
-                row["recompiles"] = _recompiles(target, args, kwargs)
-        except Exception as exc:  # the user's code: any failure is a result, reported by the parent
-            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        out.append(row)
-    return {"examples": out}
+    # The Dynamo settings the file turns on apply to its compiled runs wherever the line sits (a
+    # setting inserted before a compile call inside main() runs before that compile in the real
+    # program, but not when the examples are compiled here).
+    settings = settings_of(path)
+    with torch._dynamo.config.patch(**{setting: True for setting in settings}):
+        return {"examples": [_run_example(example, torch, probe, unwrap_compiled) for example in examples],
+                "settings": sorted(settings)}
+
+
+def settings_of(path: str) -> frozenset[str]:
+    import ast
+
+    from ..dynamo_settings import settings_in_tree
+
+    with open(path, encoding="utf-8") as handle:
+        return settings_in_tree(ast.parse(handle.read()))
+
+
+def _run_example(example, torch, probe, unwrap_compiled) -> dict:
+    """One example of tcl_examples(): eager and compiled outputs, breaks, recompiles."""
+    target, args, kwargs = unwrap_compiled(example[0]), tuple(example[1]), dict(example[2] or {})
+    name = getattr(target, "__name__", type(target).__name__)
+    row = {"name": name}
+    try:
+        with torch.no_grad():
+            torch.manual_seed(SEED)
+            row["eager"] = _detach(target(*args, **kwargs))
+            torch._dynamo.reset()
+            torch.manual_seed(SEED)
+            row["compiled"] = _detach(torch.compile(target, backend="eager")(*args, **kwargs))
+            torch._dynamo.reset()
+            result = probe(target, args, kwargs, modes=("default",), fresh_target=True)
+            row["breaks"] = [b.gb for b in result.breaks]
+            row["recompiles"] = _recompiles(target, args, kwargs)
+    except Exception as exc:  # the user's code: any failure is a result, reported by the parent
+        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return row
 
 
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--child":
