@@ -292,8 +292,38 @@ class CallResolver(InstanceResolver):
                           else self.bind(self.method_of(cls, func.attr.value), cls))
                 if method is not None and method not in targets and not method.is_property:
                     targets.append(method)
+            if not targets and isinstance(func, cst.Attribute) and self._unknown_module_element(name, caller):
+                targets = self._recorded_submodule_methods(func.attr.value)
             cache[key] = targets
         return cache[key]
+
+    def _unknown_module_element(self, name: cst.Name, caller: FunctionInfo) -> bool:
+        """`layer` in `for layer in self.layers:` where nothing in the checked code says what
+        `self.layers` holds (`nn.ModuleList(layers)`, the list a constructor argument)."""
+        bound = _function_binding(caller.node, name.value) if caller.node is not None else None
+        if bound is None or bound[0] != "element":
+            return False
+        container = bound[1]
+        return (isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name)
+                and container.value.value == "self" and not self.element_classes(container, caller, caller.index))
+
+    def _recorded_submodule_methods(self, name: str) -> list[FunctionInfo]:
+        """`layer.reset_cache()` on such an element: the method of every submodule class a
+        recorded entry's module held (EntrySpec.submodule_of, `pytest --tcl-record`) that
+        defines it. Forwards are left out: each recorded submodule's forward is an entry."""
+        if name in ("forward", "__call__") or name.startswith("__"):
+            return []
+        targets = []
+        for spec in getattr(self.analyzer, "entry_specs", ()):
+            if not spec.submodule_of:
+                continue
+            cls = self.project.find(f"{spec.module}.{spec.qualname}")
+            if not isinstance(cls, ClassInfo):
+                continue
+            method = self.bind(self.method_of(cls, name), cls)
+            if method is not None and method not in targets and not method.is_property and not method.is_disabled:
+                targets.append(method)
+        return targets
 
     def _bound_method_names(self, owner, attr: str) -> list[str]:
         """Method names `self.<attr>` is assigned from (`self.m`, `self.a if c else self.b`),

@@ -42,11 +42,23 @@ class RunResult:
                     merged[key] = _merge(merged[key], finding)
                 else:
                     merged[key] = finding
-        return list(merged.values())
+        # A break in an installed package that a recorded entry reaches inside the package and
+        # the user's compile call reaches too: once, at the user's line.
+        at_user_lines = {(f.code, f.library) for f in merged.values() if f.library and not _in_library_file(f)}
+        return [f for f in merged.values() if not (_in_library_file(f) and (f.code, f.library) in at_user_lines)]
 
     @property
     def all_errors(self):
         return self.errors + [e for report in self.reports for e in report.errors]
+
+
+def _in_library_file(finding) -> bool:
+    """Whether the finding is reported in the installed file it names (`library`), not at a
+    user's line that reaches it."""
+    location = finding.library or ""
+    where, _, position = location.rpartition(":")
+    file, _, line = where.rpartition(":")
+    return bool(file) and finding.path.replace(os.sep, "/").endswith("/" + file) and line == str(finding.line)
 
 
 def _merge(first, second):

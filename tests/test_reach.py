@@ -296,6 +296,23 @@ def site_packages(tmp_path, monkeypatch):
                 if x.max() > 1:
                     return x / x.max()
                 return x
+
+        class Stack(Base):
+            def __init__(self, layers):
+                super().__init__()
+                self.layers = torch.nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    layer.reset_cache()
+                return x
+
+        class Cached(Base):
+            def reset_cache(self):
+                return self.pos.item()
+
+            def forward(self, x):
+                return x
     """)
     write(site, "brokenlib/__init__.py", "def f(:\n")
     monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
@@ -897,6 +914,38 @@ def test_recorded_submodule_classes_are_entries(tmp_path, site_packages):
     # Without --follow-imports the compiled entry itself is the one error; its submodules add none.
     _, errors = check([user], follow_imports=False, recorded_entries=str(recording))
     assert len(errors) == 1 and "entry fakelib.models:Chain: no module" in str(errors[0])
+
+
+def test_a_method_called_on_a_container_element_runs_in_the_recorded_submodule_classes(tmp_path, site_packages):
+    """`for layer in self.layers: layer.reset_cache()` with the layers a constructor argument:
+    the recording's submodule classes that define `reset_cache` are what the call may run
+    (torchtune's `reset_caches` -> KVCache.size's `.item()`); without them the call is not
+    followed, and a recorded class without the method adds nothing."""
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib.models
+
+        def build(layers):
+            return torch.compile(fakelib.models.Stack(layers))
+    """)
+    recording = tmp_path / "proj" / "rec.json"
+    entry = {"entry": "fakelib.models:Stack", "file": None, "line": None, "what": "module", "count": 1,
+             "tests": []}
+
+    def recorded(**extra):
+        recording.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
+                                         "entries": [dict(entry, **extra)], "problems": []}))
+        return check([user], follow_imports=True, recorded_entries=str(recording))
+
+    findings, errors = recorded()
+    assert not errors and findings == []
+    findings, errors = recorded(modules=["fakelib.models:Stack", "fakelib.models:Normalised"])
+    assert not errors and [f.code for f in findings] == ["TCL201"]  # Normalised's forward only
+    findings, errors = recorded(modules=["fakelib.models:Stack", "fakelib.models:Cached"])
+    assert not errors
+    # Once, at the user's compile line (the recorded entry reaches the same line in the package).
+    assert [(f.code, f.line, f.library) for f in findings] == [("TCL203", 6, "fakelib/models.py:57:16")]
+    assert "in Cached.reset_cache at fakelib/models.py:57:16, reached from Stack.forward" in findings[0].context
 
 
 def test_a_rerecording_with_other_classes_is_not_served_from_the_cache(tmp_path, site_packages, capsys,
