@@ -134,6 +134,8 @@ class KindEvaluator:
         key = string_key(node)
         if key is not None and key in self.keyed:
             return self.keyed[key]
+        if base == Kind.UNKNOWN and _tensor_indexed(node, self):
+            return Kind.TENSOR
         return Kind.UNKNOWN
 
     def _eval_BinaryOperation(self, node: cst.BinaryOperation) -> Kind:
@@ -306,6 +308,17 @@ def _bool_dtype(node: cst.Call, qualname) -> bool:
     """A call given `dtype=torch.bool`."""
     return any(arg.keyword is not None and arg.keyword.value == "dtype" and qualname(arg.value) == "torch.bool"
                for arg in node.args)
+
+
+def _tensor_indexed(node: cst.Subscript, kind_of) -> bool:
+    """`mat[rows, cols]` with tensor indexes, or `x[mask]` with a boolean tensor: only a tensor
+    (or an array) takes such an index; a list or tuple raises on a tuple index or a mask of
+    several elements. One integer tensor alone says nothing (a 0-d one indexes a list)."""
+    indexes = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+    kinds = [kind_of(index) for index in indexes]
+    if len(node.slice) >= 2:
+        return any(is_tensor(k) for k in kinds)
+    return kinds == [Kind.BOOL_TENSOR]
 
 
 def string_key(node: cst.Subscript) -> tuple[str, str] | None:

@@ -608,7 +608,13 @@ class FunctionWalker(cst.CSTVisitor):
             name = original_node.target.value
             current = self.env.get(name, Kind.UNKNOWN)
             value = self.kind(original_node.value)
-            self._assign_name(name, Kind.TENSOR if is_tensor(value) or is_tensor(current) else join(current, value))
+            if is_tensor(value) or is_tensor(current):
+                # `mask &= y > 0` keeps a boolean mask (as `mask & (y > 0)` does, kinds.py)
+                bitwise = isinstance(original_node.operator, (cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign))
+                kind = Kind.BOOL_TENSOR if bitwise and Kind.BOOL_TENSOR in (current, value) else Kind.TENSOR
+            else:
+                kind = join(current, value)
+            self._assign_name(name, kind)
 
     def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
         self._bind_target(original_node.target, self.kind(original_node.value))

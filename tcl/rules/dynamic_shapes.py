@@ -165,6 +165,20 @@ def fn(x):
     weights = getattr(torch, "ones_like")(x)
     return weights[mask].sum()  # BREAK
 '''),
+        # the same through two steps: `mat[rows, cols]` of an untyped value is a tensor (only a
+        # tensor takes a tuple of tensor indexes), and `keep &= ...` keeps the mask a mask
+        # (pytorch-metric-learning's TripletMarginMiner)
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, rows, cols):
+    mat = getattr(torch, "cdist")(x, x)
+    gap = mat[rows, cols]
+    keep = gap > 0.5
+    keep &= gap < 4.0
+    return rows[keep]  # BREAK
+''', args="(torch.randn(6, 3), torch.tensor([0, 1, 2, 3]), torch.tensor([5, 4, 3, 2]))"),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
