@@ -390,12 +390,13 @@ def _evidence_text(evidence, ranges) -> str:
     if evidence is None:
         return ""
     name, origin, basis = evidence
-    if basis == "assigned" and origin is not None:
+    if basis in ("assigned", "element") and origin is not None:
         code = " ".join(cst.Module([]).code_for_node(origin).split())
         if len(code) > EVIDENCE_CODE_CHARS:
             code = code[: EVIDENCE_CODE_CHARS - 3] + "..."
         where = ranges.get(origin)
-        return f"{name}: {code}" + (f" at line {where.start.line}" if where is not None else "")
+        what = f"an element of {code}" if basis == "element" else code
+        return f"{name}: {what}" + (f" at line {where.start.line}" if where is not None else "")
     if basis == "attribute":
         return f"{name}: a tensor attribute of the module"
     if basis == "local":

@@ -98,6 +98,47 @@ def body_evidence(function: FunctionInfo) -> dict[str, str]:
     return kept[1]
 
 
+_LOCAL_EVIDENCE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def tensor_evidenced_names(function: FunctionInfo) -> frozenset[str]:
+    """The names (parameters and plain local assignments) that the function's body uses as
+    tensors (tcl/evidence.py: `x.norm(dim=1)`, `x @ w`), once per function node. The walker
+    gives a name bound to an untyped call of tensor arguments (`x = view_func(x)`) the kind
+    tensor when the body says so."""
+    node = function.node
+    kept = _LOCAL_EVIDENCE.get(id(node))
+    if kept is None or kept[0] is not node:
+        if len(_LOCAL_EVIDENCE) > 20_000:
+            _LOCAL_EVIDENCE.clear()
+        names = {p.name.value for p in all_params(node.params)} | _assigned_names(node.body)
+        evidence = parameter_evidence(node.body, names, function.index)
+        kept = _LOCAL_EVIDENCE[id(node)] = (node, frozenset(n for n, what in evidence.items() if what == "tensor"))
+    return kept[1]
+
+
+def _assigned_names(body: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class Assigned(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    names.add(target.target.value)
+
+    body.visit(Assigned())
+    return names
+
+
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
     name = param.name.value
     if param.default is not None and constant_kind(param.default) and not (

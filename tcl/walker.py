@@ -19,7 +19,7 @@ from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
-from .params import all_params as _all_params, body_evidence, literal_value
+from .params import all_params as _all_params, body_evidence, literal_value, tensor_evidenced_names
 from .sizes import size_of, unpacked_shape_origins
 from .version_tests import version_truth
 
@@ -197,6 +197,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
+        self.element_origins: dict[str, cst.BaseExpression] = {}  # loop variable -> what it runs over
         # names bound by `for row in t` of a tensor `t`: rows, so `row[0]` has one dim less
         self.tensor_rows: set[str] = set()
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind, field_kind)
@@ -205,6 +206,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.plans: dict[type, _Plan] = plans if plans is not None else {}
         self.stack: list[cst.CSTNode] = []
         self.amplifiers: list[str] = []
+        self.first_call_branches = 0  # depth of state-initialisation branches (is_state_initialisation)
         # Names whose values were live at a default-mode graph break: the resumed frame gets
         # them as inputs, not as values computed in its graph.
         self.crossed: set[str] = set(crossed)
@@ -259,6 +261,8 @@ class FunctionWalker(cst.CSTVisitor):
                resumes: bool | None = None) -> None:
         """A finding of `rule` at `node`; `resumes=False`: Dynamo cannot resume after this one
         break although the rule's others resume (default: the rule's `resumes`)."""
+        if self.first_call_branches and rule.category == "graph-break":
+            return  # breaks only the first call (is_state_initialisation): not a steady-state hazard
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
         evidence = self._evidence(node) if getattr(rule, "explains_value", False) else None
         candidate = Candidate(rule, node, self.function, message or rule.message, gb or rule.gb_for(self.version),
@@ -316,6 +320,8 @@ class FunctionWalker(cst.CSTVisitor):
                     return text, self.origins[name], "assigned"
                 if name in self.parameters and name not in self.assigned:
                     return text, None, self._parameter_basis(name)
+                if name in self.element_origins:
+                    return text, self.element_origins[name], "element"
                 return text, None, "local"
             if isinstance(current, (cst.Lambda, cst.FunctionDef)):
                 continue
@@ -470,7 +476,10 @@ class FunctionWalker(cst.CSTVisitor):
                 for name in narrowed:
                     self.env[name] = Kind.META
                 self.kind.forget()
+                first_call = outcome and is_state_initialisation(node)
+                self.first_call_branches += first_call
                 self.walk(branch)
+                self.first_call_branches -= first_call
                 for name, kind in narrowed.items():  # a branch that assigned the name keeps its value
                     if self.env.get(name) == Kind.META and name not in names_bound_in(branch):
                         if kind is None:
@@ -578,12 +587,16 @@ class FunctionWalker(cst.CSTVisitor):
                 self._bind_loop_target(elements[1], args[0])  # `for i, (a, b) in enumerate(zip(...))`
                 return
         self._bind_target(target, self._element_kind(iterable))
+        if isinstance(target, cst.Name) and is_tensor(self.env.get(target.value, Kind.UNKNOWN)):
+            self.element_origins[target.value] = iterable  # the evidence: "an element of ..."
         if isinstance(target, cst.Name) and is_tensor(self.kind(iterable)):
             self.tensor_rows.add(target.value)
 
     # Environment updates.
     def leave_Assign(self, original_node: cst.Assign) -> None:
         value_kind = self.kind(original_node.value)
+        if value_kind == Kind.UNKNOWN and self._untyped_call_of_tensors_used_as_tensor(original_node):
+            value_kind = Kind.TENSOR
         for target in original_node.targets:
             self.self_writes.update(assigned_attributes(target.target))
             self._bind_target(target.target, value_kind, original_node.value)
@@ -596,6 +609,17 @@ class FunctionWalker(cst.CSTVisitor):
         if self._returned_by_break is original_node.value:
             for target in original_node.targets:
                 self.crossed |= target_names(target.target)
+
+    def _untyped_call_of_tensors_used_as_tensor(self, node: cst.Assign) -> bool:
+        """`x = view_func(x)`: a call tcl cannot type, given tensor data, bound to a name the
+        body then uses as a tensor (`x.norm(dim=1)`; params.tensor_evidenced_names). Two
+        pieces of evidence together; either alone leaves the value unknown."""
+        value = node.value
+        if not (isinstance(value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)):
+            return False
+        if not any(is_tensor(self.kind(arg.value)) for arg in value.args):
+            return False
+        return node.targets[0].target.value in tensor_evidenced_names(self.function)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         self.self_writes.update(assigned_attributes(original_node.target))
@@ -757,6 +781,7 @@ class FunctionWalker(cst.CSTVisitor):
 
     def _assign_name(self, name: str, kind: Kind) -> None:
         self.origins.pop(name, None)
+        self.element_origins.pop(name, None)
         if self.kind.keyed:  # a new dict under the name: what its keys held is gone
             for key in [k for k in self.kind.keyed if k[0] == name]:
                 del self.kind.keyed[key]
@@ -805,6 +830,8 @@ class FunctionWalker(cst.CSTVisitor):
         return elements if elements is not None and len(elements) == count else None
 
     def _element_kind(self, iterable: cst.BaseExpression) -> Kind:
+        if self._optimizer_params(iterable):
+            return Kind.TENSOR
         if isinstance(iterable, cst.Call):
             name = self.qualname(iterable.func)
             if name == "builtins.range":
@@ -820,6 +847,52 @@ class FunctionWalker(cst.CSTVisitor):
         if is_tensor(kind):
             return Kind.TENSOR
         return Kind.META if kind == Kind.META else Kind.UNKNOWN
+
+
+    def _optimizer_params(self, iterable: cst.BaseExpression) -> bool:
+        """`group["params"]` in a method of a torch.optim.Optimizer subclass: a parameter group's
+        list of parameters, tensors by Optimizer's contract (`for p in group["params"]:`)."""
+        key = string_key(iterable) if isinstance(iterable, cst.Subscript) else None
+        if key is None or key[1] != "params":
+            return False
+        owner = self.function.receiver or self.function.owner
+        return owner is not None and owner.is_optimizer
+
+
+def is_state_initialisation(node: cst.If) -> bool:
+    """`if len(state) == 0:` / `if "exp_avg" not in state:` / `if not state:` whose body fills
+    that container (`state["step"] = 0`): an optimizer's per-parameter state, set up on the
+    first step only. Under compile the first call traces the branch (a break there breaks that
+    call) and installs a guard on the test; the next call fails it, recompiles without the
+    branch, and every later step runs the graph without it. A break inside is a first-call
+    cost, not a steady-state one, and is not reported."""
+    test = node.test
+    container = None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(operator, cst.Equal) and isinstance(right, cst.Integer) and right.value == "0" and \
+                isinstance(test.left, cst.Call) and isinstance(test.left.func, cst.Name) and \
+                test.left.func.value == "len" and len(test.left.args) == 1:
+            container = test.left.args[0].value
+        elif isinstance(operator, cst.NotIn) and isinstance(test.left, cst.SimpleString):
+            container = right
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        container = test.expression
+    if not isinstance(container, cst.Name):
+        return False
+    name = container.value
+
+    class Fills(cst.CSTVisitor):
+        found = False
+
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+            if isinstance(target.target, cst.Subscript) and isinstance(target.target.value, cst.Name) \
+                    and target.target.value.value == name:
+                self.found = True
+
+    visitor = Fills()
+    node.body.visit(visitor)
+    return visitor.found
 
 
 # Fields that hold only whitespace, punctuation or formatting: never worth walking.

@@ -656,3 +656,58 @@ def test_values_stored_under_string_keys_keep_their_kind():
         """)
     report = Analyzer(Config(torch_version="2.13")).check_source(source, "opt.py")
     assert [(f.line, f.code) for f in report.findings] == [(15, "TCL201")]
+
+
+OPTIMIZER_STATE = '''
+import copy
+
+import torch
+
+
+class Averaging(torch.optim.Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["avg"] = copy.deepcopy(p.detach())
+                avg = state["avg"]
+                avg.mul_(0.9).add_(p.detach(), alpha=0.1)
+                if p.grad.norm() > 10:
+                    avg.mul_(0.5)
+'''
+
+
+def test_optimizer_params_are_tensors_and_the_state_set_up_is_first_call_only():
+    # `for p in group["params"]` in an Optimizer holds tensors: the branch on `p.grad.norm()` is a
+    # break. The deepcopy sits in the state set-up, which only the first step runs: not reported.
+    assert findings(OPTIMIZER_STATE) == [("TCL201", 19)]
+
+
+def test_a_break_in_the_state_set_up_costs_the_first_call_only():
+    torch = __import__("pytest").importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    namespace: dict = {}
+    exec(compile(OPTIMIZER_STATE.replace("if p.grad.norm() > 10:\n                    avg.mul_(0.5)\n", ""), "opt.py", "exec"),
+         namespace)
+    params = [torch.nn.Parameter(torch.ones(3))]
+    opt = namespace["Averaging"](params)
+
+    def step():
+        opt.step()
+        return params[0] * 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(step, backend="eager")
+    compiled()
+    first = sum(counters["graph_break"].values())
+    compiled()
+    compiled()
+    later = sum(counters["graph_break"].values()) - first
+    torch._dynamo.reset()
+    assert first >= 1 and later == 0  # measured on 2.13: the deepcopy breaks the first call only
