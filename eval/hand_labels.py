@@ -21,6 +21,10 @@ Two samples (``--sample``; default: both, each package that is installed):
   neuraloperator, torchdyn, denoising-diffusion-pytorch, pytorch-widedeep; install with
   ``pip install --no-deps -r eval/requirements-labels-sample11.txt`` (its first seven lines are
   the labelled packages; the rest only the repro scripts need).
+* ``sample12`` (``eval/labels/sample12_findings.json``, session 19, labelled by a helper on
+  529389b; a development sample, read while developing tcl): opacus, FrEIA, ultralytics,
+  speechbrain (every 3rd finding); install with
+  ``pip install --no-deps -r eval/requirements-labels-sample12.txt``.
 
 Run from the checkout root with the interpreter whose site-packages holds the packages:
 
@@ -53,6 +57,8 @@ SAMPLES = {
                  ["dadaptation", "torch_audiomentations", "pytorchcv", "neuralop", "torchdyn",
                   "denoising_diffusion_pytorch", "pytorch_widedeep"],
                  {"dadaptation": 2, "torch_audiomentations": 2}),
+    "sample12": (os.path.join(HERE, "labels", "sample12_findings.json"),
+                 ["opacus", "FrEIA", "ultralytics", "speechbrain"], {"speechbrain": 3}),
 }
 FIELDS = ("library", "path", "line", "code", "source", "message", "label", "reason", "reproduced", "repro")
 LABEL_VALUES = ("TP", "FP", "unclear")
