@@ -156,11 +156,64 @@ def _constant(node: cst.BaseExpression) -> bool:
     return False
 
 
+# Factories whose positional arguments are the sizes, one per dim (or one tuple of them).
+_SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand"})
+
+
+def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.BaseExpression] | None:
+    """The size arguments of the factory that built `tensor` (`h = torch.zeros(L * D, b, H)`),
+    through names and size-keeping methods; None when it was not built that way."""
+    if depth > 6:
+        return None
+    if isinstance(tensor, cst.Name):
+        origin = ctx.origins.get(tensor.value)
+        return _factory_dims(origin, ctx, depth + 1) if origin is not None else None
+    if not isinstance(tensor, cst.Call):
+        return None
+    if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in _VIEW_METHODS - {"t", "transpose", "permute", "unsqueeze", "squeeze"}:
+        return _factory_dims(tensor.func.value, ctx, depth + 1)
+    if ctx.qualname(tensor.func) not in _SHAPED_FACTORIES:
+        return None
+    sizes = [a.value for a in tensor.args if a.keyword is None and not a.star]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [e.value for e in sizes[0].elements]
+    return sizes or None
+
+
+def module_constant(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """An int the module's configuration fixes: a literal, `self.num_layers`, a name bound to
+    one, and their arithmetic or conditional choice (`2 if self.bidirectional else 1`)."""
+    if depth > 6:
+        return False
+    if _int_value(node) is not None:
+        return True
+    if isinstance(node, cst.Attribute):
+        return isinstance(node.value, cst.Name) and node.value.value == "self" and not is_tensor(ctx.kind(node))
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        return origin is not None and module_constant(origin, ctx, depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, SIZE_OPERATORS):
+        return module_constant(node.left, ctx, depth + 1) and module_constant(node.right, ctx, depth + 1)
+    if isinstance(node, cst.IfExp):
+        return module_constant(node.body, ctx, depth + 1) and module_constant(node.orelse, ctx, depth + 1)
+    return False
+
+
 def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
     if not is_tensor(ctx.kind(tensor)):
         return None
     if fixed_tensor(tensor, ctx):
         return Size(False, f"a size of {source_text(tensor)}, which the module holds or builds from constants")
+    dims = _factory_dims(tensor, ctx) if dim is not None else None
+    if dims is not None and -len(dims) <= dim < len(dims):
+        # `h_0 = torch.zeros(self.num_layers * num_directions, batch, hidden)`: dim 0 is what
+        # the factory was given, not the batch
+        given = dims[dim]
+        if module_constant(given, ctx):
+            return Size(False, f"dim {dim} of {source_text(tensor)}, built as {source_text(given)}")
+        found = size_of(given, ctx)
+        if found is not None:
+            return found
     if dim == 0:
         return Size(True, f"dim 0 of {source_text(tensor)} (the batch)")
     return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")

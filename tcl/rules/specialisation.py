@@ -267,6 +267,23 @@ class SizeSpecialisedByPython(Rule):
     )
     VALID = [Example('''
 import torch
+from torch import nn
+
+class Cells(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.num_layers = 2
+        self.bidirectional = True
+
+    def forward(self, x):
+        # dim 0 of a tensor built as torch.zeros(layers * directions, ...) is what the factory
+        # was given, not the batch: the list length never changes
+        directions = 2 if self.bidirectional else 1
+        h = torch.zeros(self.num_layers * directions, x.shape[0], 8)
+        cells = [None] * len(h)
+        return x * len(cells)
+''', entry="Cells", calls="[(torch.randn(n, 4),) for n in (2, 3, 5, 7)]"), Example('''
+import torch
 
 @torch.compile
 def fn(x):
