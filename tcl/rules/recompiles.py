@@ -567,6 +567,15 @@ class VaryingLengthArgument(Rule):
         "nn.Module.forward (a submodule's arguments come from its parent's traced code)."
     )
     VALID = [
+        # the function asserts the length: any other one fails eagerly, so it cannot vary
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, levels: list):
+    assert len(levels) == 1, "single scale only"
+    return x * levels[0]
+''', calls="[(torch.randn(4, 4), [torch.randn(4, 4)]) for _ in range(3)]"),
         Example('''
 import torch
 
@@ -641,7 +650,8 @@ def fn(x, *scales):
         if isinstance(star, cst.Param):
             containers[star.name.value] = "*args"
         nodes = list(live_nodes(node, ctx.index))
-        for name in _bound_names(nodes) | {n for n, kind in containers.items() if kind == "fixed"}:
+        fixed = {n for n, kind in containers.items() if kind == "fixed"} | _asserted_lengths(nodes)
+        for name in _bound_names(nodes) | fixed:
             containers.pop(name, None)
         reported: set[str] = set()
         for inner in nodes:
@@ -712,6 +722,22 @@ def fn(x, *scales):
         # Not flags, ints or cache objects, whose kinds say they are something else.
         return is_tensor(ctx.kind(name))
 
+
+
+def _asserted_lengths(nodes) -> set[str]:
+    """Arguments whose length the function asserts to be one constant (`assert len(levels) ==
+    1, "single scale only"`): any other length fails eagerly, so the length cannot vary."""
+    names = set()
+    for node in nodes:
+        test = node.test if isinstance(node, cst.Assert) else None
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Equal)):
+            continue
+        for side, other in ((test.left, test.comparisons[0].comparator), (test.comparisons[0].comparator, test.left)):
+            if (isinstance(other, cst.Integer) and isinstance(side, cst.Call) and isinstance(side.func, cst.Name)
+                    and side.func.value == "len" and len(side.args) == 1 and isinstance(side.args[0].value, cst.Name)):
+                names.add(side.args[0].value.value)
+    return names
 
 
 def _snippet(node: cst.CSTNode | str, index, quote: bool = True) -> str:
