@@ -276,6 +276,52 @@ def literal_value(node: cst.BaseExpression):
     return None
 
 
+def untraced_literals(function: FunctionInfo) -> dict[str, set]:
+    """parameter -> every literal any call of the function in its own file passes for it
+    (`self._transform(x, inverse=True)` in a method no entry reaches): the traced sites alone
+    may all say `inverse=False` while users compile the method that says True (a flow's
+    `inverse`, reached from `sample`), so a constant they agree on holds only if no call in the
+    file passes another. Calls by name (`helper(...)`) and on `self` (`self.m(...)`)."""
+    index = function.index
+    if index is None or index.module is None:
+        return {}
+    table = index.file_facts.get("_params.literal_calls")
+    if table is None:
+        table = {}
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                func = node.func
+                if isinstance(func, cst.Name):
+                    name = func.value
+                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == SELF:
+                    name = func.attr.value
+                else:
+                    return
+                table.setdefault(name, []).append(node)
+
+        index.module.visit(Calls())
+        index.file_facts["_params.literal_calls"] = table
+    positional = _positional_params(function)
+    names = [p.name.value for p in positional]
+    found: dict[str, set] = {}
+    for call in table.get(function.name, ()):
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                name = arg.keyword.value
+            elif position < len(names):
+                name, position = names[position], position + 1
+            else:
+                continue
+            literal = literal_value(arg.value)
+            if literal is not None:
+                found.setdefault(name, set()).add((type(literal[1]), literal[1]))
+    return found
+
+
 def constant_params(function: FunctionInfo, sites: list[CallSite]) -> dict:
     """Parameters every traced call site gives the same literal, passed or by the default
     (`def helper(x, last_dim_is_batch=False)` that no caller passes a value): Dynamo traces the
@@ -306,4 +352,9 @@ def constant_params(function: FunctionInfo, sites: list[CallSite]) -> dict:
         else:
             if len(values) == 1:
                 found[name] = next(iter(values))[1]
+    if found:
+        elsewhere = untraced_literals(function)
+        for name in list(found):
+            if elsewhere.get(name, set()) - {(type(found[name]), found[name])}:
+                del found[name]  # another call in the file passes another value
     return found

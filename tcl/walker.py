@@ -721,10 +721,14 @@ class FunctionWalker(cst.CSTVisitor):
                 sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
         facts = frozenset(self.guard_facts().items()) if is_own_method_call(node) else frozenset()
         literals = None
-        if callee is not None and not any(arg.star for arg in node.args):
+        if callee is not None and all(self._forwards_entry_varargs(arg) for arg in node.args if arg.star):
             literals = {}
-            for i, arg in enumerate(node.args):
+            for i, arg in enumerate(arg for arg in node.args if not arg.star):
                 literal = literal_value(arg.value)
+                if literal is None and isinstance(arg.value, cst.Name) and arg.value.value in self.constants \
+                        and arg.value.value not in self.assigned:
+                    # `self._once(x, profile)` where every caller gave this function profile=False
+                    literal = (True, self.constants[arg.value.value])
                 if literal is not None:
                     literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
         site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals)
@@ -848,6 +852,17 @@ class FunctionWalker(cst.CSTVisitor):
             return Kind.TENSOR
         return Kind.META if kind == Kind.META else Kind.UNKNOWN
 
+
+    def _forwards_entry_varargs(self, arg: cst.Arg) -> bool:
+        """`self.predict(x, *args, **kwargs)` in an entry's `forward(self, x, *args, **kwargs)`:
+        taken as forwarding nothing, as `model(x)` calls it; the callee's other parameters
+        then hold their defaults (`profile=False`), as the call sites' literals say. A helper's
+        varargs, or any other starred value, leave the call's literals unknown."""
+        if self.params_from_callers or not isinstance(arg.value, cst.Name):
+            return False
+        params = self.function.node.params
+        own = {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+        return arg.value.value in own and arg.value.value not in self.assigned
 
     def _optimizer_params(self, iterable: cst.BaseExpression) -> bool:
         """`group["params"]` in a method of a torch.optim.Optimizer subclass: a parameter group's

@@ -711,3 +711,47 @@ def test_a_break_in_the_state_set_up_costs_the_first_call_only():
     later = sum(counters["graph_break"].values()) - first
     torch._dynamo.reset()
     assert first >= 1 and later == 0  # measured on 2.13: the deepcopy breaks the first call only
+
+
+PROFILED = '''
+import logging
+
+import torch
+from torch import nn
+
+LOGGER = logging.getLogger(__name__)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4)])
+
+    def forward(self, x, *args, **kwargs):
+        return self.predict(x, *args, **kwargs)
+
+    def predict(self, x, profile=False):
+        return self._once(x, profile)
+
+    def _once(self, x, profile=False):
+        for m in self.layers:
+            if profile:
+                LOGGER.info("profiling %s", m)
+            x = m(x)
+        return x
+'''
+
+
+def test_a_flag_left_at_its_default_is_followed_through_named_arguments():
+    # forward's *args/**kwargs taken as empty (model(x)): predict gets profile=False by its
+    # default and passes the name on, so _once's `if profile:` is decided and the logging dead.
+    assert findings(PROFILED) == []
+
+
+def test_another_call_in_the_file_passing_another_value_keeps_the_branch():
+    # A method no entry reaches (users may compile it) calls _once with profile=True.
+    code = PROFILED + '''
+    def profiled(self, x):
+        return self._once(x, profile=True)
+'''
+    assert findings(code) == [("TCL104", 24)]
