@@ -885,6 +885,15 @@ def test_recorded_free_variable_classes_resolve_a_closures_calls(tmp_path, site_
     assert {f.line for f in findings} == {9}  # both at the step's call line
 
 
+def check_module_recording(user, recording, entry: str, **extra):
+    """Write a recording of one compiled module `entry` (plus `extra` fields, e.g. its
+    submodules' classes) and check `user` with it and --follow-imports."""
+    item = {"entry": entry, "file": None, "line": None, "what": "module", "count": 1, "tests": [], **extra}
+    recording.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
+                                     "entries": [item], "problems": []}))
+    return check([user], follow_imports=True, recorded_entries=str(recording))
+
+
 def test_recorded_submodule_classes_are_entries(tmp_path, site_packages):
     """`torch.compile(chain)` of a module whose steps a container holds: no static reading says
     which classes `step(x)` runs; the recording names the submodules' classes ("modules"), and
@@ -897,13 +906,9 @@ def test_recorded_submodule_classes_are_entries(tmp_path, site_packages):
             return torch.compile(fakelib.models.Chain(steps))
     """)
     recording = tmp_path / "proj" / "rec.json"
-    entry = {"entry": "fakelib.models:Chain", "file": None, "line": None, "what": "module", "count": 1,
-             "tests": []}
 
     def recorded(**extra):
-        recording.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
-                                         "entries": [dict(entry, **extra)], "problems": []}))
-        return check([user], follow_imports=True, recorded_entries=str(recording))
+        return check_module_recording(user, recording, "fakelib.models:Chain", **extra)
 
     findings, errors = recorded()
     assert not errors and findings == []
@@ -929,13 +934,9 @@ def test_a_method_called_on_a_container_element_runs_in_the_recorded_submodule_c
             return torch.compile(fakelib.models.Stack(layers))
     """)
     recording = tmp_path / "proj" / "rec.json"
-    entry = {"entry": "fakelib.models:Stack", "file": None, "line": None, "what": "module", "count": 1,
-             "tests": []}
 
     def recorded(**extra):
-        recording.write_text(json.dumps({"format": "tcl-recorded-entries", "version": 1, "torch": "2.13.0",
-                                         "entries": [dict(entry, **extra)], "problems": []}))
-        return check([user], follow_imports=True, recorded_entries=str(recording))
+        return check_module_recording(user, recording, "fakelib.models:Stack", **extra)
 
     findings, errors = recorded()
     assert not errors and findings == []
