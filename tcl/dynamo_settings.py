@@ -1,10 +1,12 @@
 """The Dynamo settings a checked program turns on, and which findings they change.
 
-Two `torch._dynamo.config` switches decide whether whole classes of operations break the graph
+Three `torch._dynamo.config` switches decide whether whole classes of operations break the graph
 in default mode: `capture_scalar_outputs` keeps `.item()` / `float(t)` / `int(t)` reads in the
-graph as symbolic scalars (a Python branch on such a scalar still breaks, at the branch), and
+graph as symbolic scalars (a Python branch on such a scalar still breaks, at the branch),
 `capture_dynamic_output_shape_ops` keeps `nonzero`, boolean-mask indexing and the other ops whose
-output size depends on data. A program sets them process-wide before it compiles, so tcl reads
+output size depends on data, and `allow_rnn` lets Dynamo trace nn.RNN/LSTM/GRU modules (measured
+on 2.13: LSTM, GRU, RNN, bidirectional and stacked, with `flatten_parameters()`, trace without a
+break and match eager). A program sets them process-wide before it compiles, so tcl reads
 them from two places: assignments of `True` anywhere in the checked file
 (`torch._dynamo.config.capture_scalar_outputs = True`, also through `import torch._dynamo as
 dynamo` or `from torch._dynamo import config`), which apply to that file's findings and to those
@@ -26,6 +28,8 @@ KNOWN = {
                               "as symbolic scalars; a Python branch on one still breaks",
     "capture_dynamic_output_shape_ops": "nonzero, boolean-mask indexing, unique and other data-dependent "
                                         "output shapes stay in the graph",
+    "allow_rnn": "nn.RNN, nn.LSTM and nn.GRU modules are traced instead of breaking where the module is "
+                 "loaded",
 }
 # fullgraph=True captures scalars and data-dependent shapes whatever the settings say (measured on
 # 2.13: `.item()` and `nonzero` trace; a Python branch on the captured value raises a UserError).
@@ -37,7 +41,7 @@ FACT_KEY = "dynamo_settings"
 def settings_in_file(index) -> frozenset[str]:
     """The known settings `index`'s file sets to True (cached on the index)."""
     source = index.source or ""
-    if "capture_" not in source:  # cheap: most files set nothing
+    if "capture_" not in source and "allow_rnn" not in source:  # cheap: most files set nothing
         return frozenset()
     found = index.file_fact(FACT_KEY, settings_in_tree)
     return found or frozenset()

@@ -141,6 +141,37 @@ def test_own_code_without_a_rewrite_gets_the_setting_before_its_compiled_functio
     assert check([user]) == ([], [])
 
 
+RNN_MODEL = """
+    import torch
+    from torch import nn
+
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.rnn = nn.LSTM(4, 8, batch_first=True)
+
+        def forward(self, x):
+            out, _ = self.rnn(self.proj(x))
+            return out
+
+
+    model = torch.compile(Tagger())
+"""
+
+
+def test_an_rnn_module_gets_allow_rnn_at_the_compile_call(tmp_path, capsys):
+    user = write(tmp_path, "tagger.py", RNN_MODEL)
+    assert [f.code for f in check([user])[0]] == ["TCL408"]
+    main(["fix", str(user), "--no-config", "--apply"])
+    assert user.read_text() == textwrap.dedent(RNN_MODEL)  # a process-wide setting is an UNSAFE fix
+    main(["fix", str(user), "--no-config", "--apply", "--unsafe-fixes"])
+    capsys.readouterr()
+    assert "torch._dynamo.config.allow_rnn = True\nmodel = torch.compile(Tagger())" in user.read_text()
+    assert check([user]) == ([], [])  # tcl check reads the setting back
+
+
 def test_a_module_that_compiles_nothing_gets_no_setting(tmp_path, capsys):
     user = write(tmp_path, "model.py", """
         import torch.nn as nn
@@ -205,6 +236,18 @@ def test_verify_keeps_the_setting_when_the_compiler_confirms_it(tmp_path, site_p
     out = capsys.readouterr()
     assert "torch._dynamo.config.capture_scalar_outputs = True\ncompiled = torch.compile(loss_fn)" in user.read_text()
     assert "TCL203 fixed (verified on 1 example: breaks 1 -> 0)" in out.out + out.err
+
+
+def test_verify_keeps_allow_rnn_when_the_lstm_traces(tmp_path, capsys):
+    user = write(tmp_path, "tagger.py", RNN_MODEL + """
+
+    def tcl_examples():
+        return [(Tagger(), (torch.randn(2, 3, 4),), {})]
+    """)
+    assert main(["fix", str(user), "--no-config", "--apply", "--verify"]) in (0, 1)
+    out = capsys.readouterr()
+    assert "torch._dynamo.config.allow_rnn = True\nmodel = torch.compile(Tagger())" in user.read_text()
+    assert "TCL408 fixed (verified on 1 example: breaks 1 -> 0)" in out.out + out.err
 
 
 @pytest.mark.skipif(__import__("tcl.torch_version", fromlist=["installed"]).installed() != (2, 13),

@@ -536,6 +536,7 @@ class RecurrentModule(Rule):
     message = "calling nn.{cls} inside a compiled region breaks the graph"
     fix = "set torch._dynamo.config.allow_rnn = True, or compile the layers around the RNN separately"
     gb = (((2, 0), "GB0014"),)
+    removed_by = frozenset({"allow_rnn"})
     # The break is where Dynamo wraps the module (loading `self.rnn`), not at a call it can
     # split: measured on 2.13, the rest of the frame runs eagerly.
     resumes = False
