@@ -21,7 +21,7 @@ from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
 from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
 from .library_remedies import remedy
-from .guard_facts import agreed
+from .guard_facts import NOT_NONE, agreed
 from .guards import boolean_operators, refusal
 from .limits import interruption
 from .module_index import FunctionInfo, ModuleIndex, build_index, mark_module_classes
@@ -254,7 +254,12 @@ class Analyzer:
                 continue
             if candidate.eager_frame and default_mode and standing(candidate.eager_frame):
                 continue  # a loop's break makes Dynamo skip the frame: it never recompiles
-            if candidate.masked_by and default_mode and standing(candidate.masked_by):
+            if candidate.guarded_at is not None:
+                # An earlier use fixed this size already: the recompile cites that line.
+                if not self.config.show_hidden:
+                    continue
+                hidden_behind[id(candidate)] = ("guard", candidate.guarded_at)
+            elif candidate.masked_by and default_mode and standing(candidate.masked_by):
                 # An earlier break makes Dynamo run this frame eagerly: this one is never
                 # reached while it stands. The earlier finding says how many wait behind it.
                 if candidate.masked_at is not None:
@@ -372,8 +377,14 @@ class Analyzer:
         )
 
 
-def _as_hidden(finding: Finding, behind: Candidate | None, ranges) -> Finding:
-    """A finding --show-hidden keeps: a warning that says which break hides it today."""
+def _as_hidden(finding: Finding, behind, ranges) -> Finding:
+    """A finding --show-hidden keeps: a warning that says which break hides it today, or which
+    earlier use already fixed the size it uses (`("guard", candidate)`)."""
+    if isinstance(behind, tuple):
+        where = ranges.get(behind[1].node)
+        earlier = f"line {where.start.line}" if where is not None else "an earlier use"
+        note = f"{finding.note} (no recompile of its own: {earlier} already fixes this size to one value)"
+        return dataclasses.replace(finding, note=note.strip(), severity=WARNING)
     where = ranges.get(behind.node) if behind is not None else None
     earlier = f"the break at line {where.start.line}" if where is not None else "an earlier break"
     frame = behind.function.qualname if behind is not None else "this frame"
@@ -823,6 +834,10 @@ class FileAnalysis(EntryPoints, CallResolver):
             # An entry is also called from outside, where no caller's test holds.
             facts = frozenset() if callee_key in self.entries else agreed([site.facts for site in all_sites])
             constants = {} if callee_key in self.entries else constant_params(callee, all_sites)
+            if callee_key not in self.entries:
+                # `sequence_mask(lengths, max_len=y.size(1))` at every call: `max_len is None` is False
+                for name in sized:
+                    constants.setdefault(name, NOT_NONE)
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.

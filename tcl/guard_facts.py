@@ -129,6 +129,17 @@ def agreed(sites_facts: list[frozenset]) -> frozenset:
     return frozenset(common)
 
 
+class _NotNone:
+    """The value of a parameter every traced caller fills with a size of its inputs (an int,
+    never None): it decides `p is None` / `p is not None` and nothing else."""
+
+    def __repr__(self) -> str:
+        return "NOT_NONE"
+
+
+NOT_NONE = _NotNone()
+
+
 def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
     """The value of `test` when it tests a parameter every traced caller gives the same literal
     (`if last_dim_is_batch:`, `if mask is not None:`, `if mode == "sum":`), else None."""
@@ -137,7 +148,9 @@ def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
 
 def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
     if isinstance(test, cst.Name):
-        return bool(constants[test.value]) if test.value in constants else None
+        if test.value not in constants or constants[test.value] is NOT_NONE:
+            return None
+        return bool(constants[test.value])
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         if test.left.value not in constants:
             return None
@@ -147,6 +160,10 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
             return None
         other = other[1]
         op = target.operator
+        if value is NOT_NONE:  # a size: only its None-ness is known
+            if other is not None:
+                return None
+            return False if isinstance(op, cst.Is) else True if isinstance(op, cst.IsNot) else None
         if isinstance(op, cst.Is):
             return value is other if other is None or isinstance(other, bool) else None
         if isinstance(op, cst.IsNot):

@@ -73,6 +73,10 @@ class Candidate:
     # Found in a nested def or lambda: it runs in whichever frame calls it (a forward hook runs
     # in the hooked module's), so this frame's skipping neither hides nor removes it.
     nested: bool = False
+    # A size-specialising use of a size an earlier use in this frame already fixed to one value
+    # on every path here (`h = [nan] * n` ... `torch.tensor([ids] * n)`): Dynamo guards the
+    # value once, at the first use, and the recompile cites that line; this one adds no guard.
+    guarded_at: "Candidate | None" = None
 
 
 class CallSite(NamedTuple):
@@ -224,6 +228,9 @@ class FunctionWalker(cst.CSTVisitor):
         # it compiled: False, only later points are eager).
         self._skips: list[tuple] = []
         self._recompile_hazards: list[Candidate] = []
+        # Sizes a recompile rule saw fixed to one value (guard_size_key, the block within which
+        # every later point comes after that use, its candidate): later uses add no guard.
+        self._size_guards: list[tuple] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
         self._returned_by_break: cst.Call | None = None
 
@@ -258,9 +265,10 @@ class FunctionWalker(cst.CSTVisitor):
         return is_tensor(self.kind(test))
 
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None,
-               resumes: bool | None = None) -> None:
+               resumes: bool | None = None, guards: cst.BaseExpression | None = None) -> None:
         """A finding of `rule` at `node`; `resumes=False`: Dynamo cannot resume after this one
-        break although the rule's others resume (default: the rule's `resumes`)."""
+        break although the rule's others resume (default: the rule's `resumes`); `guards`: the
+        size whose exact value this use fixes (a recompile rule's specialising use)."""
         if self.first_call_branches and rule.category == "graph-break":
             return  # breaks only the first call (is_state_initialisation): not a steady-state hazard
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
@@ -269,6 +277,8 @@ class FunctionWalker(cst.CSTVisitor):
                               amplifier, evidence)
         candidate.nested = self.inside_nested_function()
         candidate.resumes = rule.resumes if resumes is None else resumes
+        if guards is not None and not candidate.nested:
+            self._note_size_guard(guards, candidate)
         if rule.category == "recompile" and not candidate.nested:
             self._recompile_hazards.append(candidate)
             # After a break Dynamo cannot resume from, the rest of the frame runs eagerly.
@@ -287,6 +297,38 @@ class FunctionWalker(cst.CSTVisitor):
             if self._unconditional(node):
                 self._graph_ends()
             self._note_skip(rule, candidate)
+
+    def _note_size_guard(self, size: cst.BaseExpression, candidate: Candidate) -> None:
+        """Measured on 2.13 (tests/test_guard_facts.py): of several uses that fix one size
+        (`a = [0.0] * n`, then `[1.0] * n`, then `range(m)` with `m = x.shape[0]` too), only the
+        first specialises it; the later ones see a constant and add no guard."""
+        key = self._size_key(size)
+        within = {id(n) for n in self.stack}
+        for earlier_key, scope, earlier in self._size_guards:
+            if earlier_key == key and (scope is None or id(scope) in within):
+                candidate.guarded_at = earlier
+                return
+        self._size_guards.append((key, skip_scope(self.stack, self._resumable)[1], candidate))
+
+    def _size_key(self, size: cst.BaseExpression, depth: int = 0) -> tuple:
+        """What identifies a size's value in this frame: its text with names bound to a single
+        value replaced by what they were assigned (`n = x.shape[0]` and `m = x.shape[0]` are
+        one size), and the assignment each remaining name holds now (a reassigned `x` is
+        another tensor)."""
+        if isinstance(size, cst.Name) and depth < 4:
+            origin = self.origins.get(size.value)
+            if origin is not None and origin is not size and size.value not in self.loop_names():
+                return self._size_key(origin, depth + 1)
+        names = sorted({n.value for n in _names_in(size)})
+        return (_dim_text(size), tuple((n, id(self.origins.get(n))) for n in names))
+
+    def loop_names(self) -> set[str]:
+        """Names a `for` of the walk's ancestors binds: their origin is the iterable, not a value."""
+        found: set[str] = set()
+        for ancestor in self.stack:
+            if isinstance(ancestor, cst.For):
+                found |= set(target_names(ancestor.target))
+        return found
 
     def _earlier_skips(self, rest_only: bool = False) -> list[tuple]:
         """(rule, candidate) of the frame-skipping breaks so far whose block holds the walk's
@@ -953,3 +995,27 @@ def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
     from .module_index import DISABLE_NAMES, decorator_names
 
     return any(name in DISABLE_NAMES for name in decorator_names(node, index.imports))
+
+
+def _names_in(node: cst.CSTNode):
+    """The names an expression reads (not attribute names: `x` of `x.shape`)."""
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        yield from _names_in(node.value)
+        return
+    for child in node.children:
+        yield from _names_in(child)
+
+
+def _dim_text(size: cst.BaseExpression) -> str:
+    """A size's text, with `x.size(0)` and `len(x)` written as `x.shape[0]`: one dim."""
+    code = cst.Module([]).code_for_node
+    if isinstance(size, cst.Call) and len(size.args) == 1 and isinstance(size.args[0].value, cst.Integer) \
+            and isinstance(size.func, cst.Attribute) and size.func.attr.value == "size":
+        return f"{code(size.func.value)}.shape[{size.args[0].value.value}]"
+    if isinstance(size, cst.Call) and len(size.args) == 1 and isinstance(size.func, cst.Name) \
+            and size.func.value == "len":
+        return f"{code(size.args[0].value)}.shape[0]"
+    return code(size)

@@ -467,3 +467,80 @@ def test_a_break_in_a_device_context_skips_the_frame(tmp_path):
     assert check(tmp_path, source) == [("TCL101", 10)]
     # Dynamo names the `with` line for the print's break; the .item() after it is never traced.
     assert compiler_breaks(source, "in_context", "(torch.ones(3),)") == [9]
+
+
+# speechbrain's reset_mem: two lists sized by one batch size; ultralytics-style aliases of a dim.
+REPEATED_SIZE = """
+    import torch
+
+
+    @torch.compile
+    def fn(x, batch_size: int):
+        n = x.shape[0]
+        probs = [0.0] * n
+        m = x.size(0)
+        rows = torch.tensor([[1, 2]] * m)
+        if batch_size > 1:
+            extra = [1.0] * n
+        else:
+            extra = []
+        return x * len(probs) + rows.sum() + len(extra)
+"""
+
+
+def test_only_the_first_use_of_a_size_fixes_it(tmp_path):
+    """Every later use of a size already fixed to one value adds no guard: Dynamo replaced the
+    symbol by the constant (measured below: each recompile names only the first line)."""
+    assert check(tmp_path, REPEATED_SIZE) == [("TCL505", 8)]
+    shown = check(tmp_path, REPEATED_SIZE, show_hidden=True)
+    assert shown == [("TCL505", 8), ("TCL505", 10), ("TCL505", 12)]
+
+
+def test_the_compiler_cites_only_the_first_use_of_a_size(tmp_path):
+    torch = pytest.importorskip("torch")
+    from tcl.verify.compile_trace import CompileTrace
+
+    path = tmp_path / "repeated_size.py"
+    path.write_text(textwrap.dedent(REPEATED_SIZE))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("repeated_size", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch._dynamo.reset()
+    with CompileTrace() as trace:
+        for n in (2, 3, 5, 7):
+            module.fn(torch.randn(n, 3), 2)
+            trace.next_call()
+    compilations = trace.collect()
+    assert len(compilations) == 4  # a recompile on every new size
+    assert {s.line for c in compilations for s in c.specialisations} == {8}
+
+
+# speechbrain's SSIMLoss.sequence_mask: the default's branch reads the data, every caller passes a size.
+LENGTH_MASK = """
+    import torch
+    from torch import nn
+
+
+    def sequence_mask(lengths, max_len=None):
+        if max_len is None:
+            max_len = lengths.max()
+        steps = torch.arange(max_len, device=lengths.device)
+        return steps.unsqueeze(0) < lengths.unsqueeze(1)
+
+
+    class Masked(nn.Module):
+        def forward(self, y, lengths):
+            mask = sequence_mask(lengths, max_len=y.size(1))
+            return y * mask.unsqueeze(-1)
+"""
+
+
+def test_a_parameter_every_caller_fills_with_a_size_is_not_none(tmp_path):
+    assert check(tmp_path, LENGTH_MASK) == []
+    unsized = LENGTH_MASK.replace("max_len=y.size(1)", "max_len=None")
+    assert check(tmp_path, unsized) == [("TCL206", 9)]
+    args = "torch.randn(2, 5, 3), torch.tensor([5, 3])"
+    assert compiler_breaks(LENGTH_MASK, "Masked", args) == []
+    assert compiler_breaks(unsized, "Masked", args) == [9]

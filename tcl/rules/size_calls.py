@@ -294,7 +294,7 @@ def fn(x):
             if shaped is not None and not fixed_tensor(shaped, ctx):
                 # np.prod(x.shape): every size of x, the batch among them
                 what = f"takes the sizes {source_text(arg.value)}, which follow the inputs"
-                ctx.report(self, node, self.message.format(call=call, what=what))
+                ctx.report(self, node, self.message.format(call=call, what=what), guards=arg.value)
                 return
             value, size = arg.value, changing_size(arg.value, ctx)
             if size is None and isinstance(arg.value, (cst.Tuple, cst.List)):
@@ -307,7 +307,8 @@ def fn(x):
                     f"takes the size {where}"
             elif is_changing_int(arg.value, ctx):
                 what = f"takes {source_text(arg.value)}, an int this function changes on every call"
+                value = None  # not a size of the inputs: each call's value is guarded anew
             else:
                 continue
-            ctx.report(self, node, self.message.format(call=call, what=what))
+            ctx.report(self, node, self.message.format(call=call, what=what), guards=value)
             return

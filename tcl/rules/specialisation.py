@@ -263,7 +263,9 @@ class SizeSpecialisedByPython(Rule):
         "tensor and for loops over a width or a parameter's size; 1 for any of these uses in a frame "
         "with a graph break inside one of its loops (Dynamo skips that frame and runs it "
         "eagerly, so nothing in it recompiles: no recompile rule reports there in default "
-        "mode)."
+        "mode). Only the first use of a size on a path is reported: it fixes the size to one value, "
+        "and later uses (the same name, an alias such as `m = x.size(0)`) see a constant and add "
+        "no guard; every recompile names the first line (measured, tests/test_guard_facts.py)."
     )
     VALID = [Example('''
 import torch
@@ -396,7 +398,7 @@ import torch
 def fn(x):
     n = x.shape[1]
     keep = list(range(n))  # BREAK
-    return x[:, keep] * len([1.0] * n)  # BREAK
+    return x[:, keep] * len([1.0] * n)  # n is one value already: no guard of its own
 ''', calls=SHAPES),
         Example('''
 import torch
@@ -482,8 +484,8 @@ def fn(x):
     h, w = x.shape
     key = f"{h}x{w}"
     if key not in CACHE:  # BREAK
-        CACHE[key] = 1.0  # BREAK
-    return x * CACHE[key]  # BREAK
+        CACHE[key] = 1.0  # key holds one value already: no guard of its own
+    return x * CACHE[key]
 ''', calls=SHAPES),
         Example('''
 import torch
@@ -593,8 +595,8 @@ def fn(x):
     def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
         expr = cst.Module([]).code_for_node(size)
         if whole_shape(size, ctx) is not None:
-            ctx.report(self, node, self.message.format(expr=f"every size of {expr}", use=use))
+            ctx.report(self, node, self.message.format(expr=f"every size of {expr}", use=use), guards=size)
             return
         fact = changing_size(size, ctx)
         why = f" ({fact.why})" if fact is not None and fact.why != expr else ""
-        ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use))
+        ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use), guards=size)
