@@ -544,3 +544,31 @@ def test_a_parameter_every_caller_fills_with_a_size_is_not_none(tmp_path):
     args = "torch.randn(2, 5, 3), torch.tensor([5, 3])"
     assert compiler_breaks(LENGTH_MASK, "Masked", args) == []
     assert compiler_breaks(unsized, "Masked", args) == [9]
+
+
+# ultralytics' PositionEmbeddingSine: a lookup by (H, W), then a store under the same key.
+SIZE_KEYED_CACHE = """
+    import torch
+    from torch import nn
+
+
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cache = {}
+
+        def forward(self, x):
+            key = (x.shape[-2], x.shape[-1])
+            if key in self.cache:
+                return self.cache[key][None].repeat(x.shape[0], 1, 1)
+            pos = torch.arange(x.shape[-1], dtype=x.dtype).repeat(x.shape[-2], 1)
+            self.cache[key] = pos
+            return pos[None].repeat(x.shape[0], 1, 1)
+"""
+
+
+def test_a_store_under_a_fixed_key_is_still_reported(tmp_path):
+    """The lookup fixes the sizes; the store adds a key to a dict the module keeps, which Dynamo
+    guards by its length on the next call: another guard, so both lines are reported (the hit
+    path's lookup in between is not)."""
+    assert check(tmp_path, SIZE_KEYED_CACHE) == [("TCL505", 13), ("TCL505", 16)]

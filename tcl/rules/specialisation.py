@@ -484,8 +484,8 @@ def fn(x):
     h, w = x.shape
     key = f"{h}x{w}"
     if key not in CACHE:  # BREAK
-        CACHE[key] = 1.0  # key holds one value already: no guard of its own
-    return x * CACHE[key]
+        CACHE[key] = 1.0  # BREAK (a store: the dict's length is guarded too)
+    return x * CACHE[key]  # key holds one value already: no guard of its own
 ''', calls=SHAPES),
         Example('''
 import torch
@@ -545,14 +545,17 @@ def fn(x):
         container = node.value
         if is_tensor(ctx.kind(container)) or whole_shape(container, ctx) is not None:
             return
+        # A store (`self.cache[key] = v`) adds a key: the next call fails a guard on the
+        # container's length, another guard than the key's (an earlier lookup does not cover it).
+        store = isinstance(ctx.parent(), cst.AssignTarget) and ctx.parent().target is node
         if is_size(key, ctx):
-            self._report(node, key, "key of a Python dict or list lookup", ctx)
+            self._report(node, key, "key of a Python dict or list lookup", ctx, once=not store)
             return
         size = _key_size(key, ctx)
         # A tuple of sizes also indexes a tensor (`x[idx]` of unknown x): only a container known
         # to hash (a dict) says it is a key; a string key can only look up a mapping.
         if size is not None and (_string_size(key, ctx) is not None or _hashed_container(container, ctx)):
-            self._report(node, size, "part of a Python dict key", ctx)
+            self._report(node, size, "part of a Python dict key", ctx, once=not store)
 
     def visit_DictElement(self, node: cst.DictElement, ctx) -> None:
         if is_size(node.key, ctx):
@@ -592,11 +595,14 @@ def fn(x):
                 self._report(node, count, "length of a repeated Python list", ctx)
                 return
 
-    def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx) -> None:
+    def _report(self, node: cst.CSTNode, size: cst.BaseExpression, use: str, ctx, once: bool = True) -> None:
+        """`once`: the use guards only the size's value, which the first such use on a path fixes
+        (the walker drops later ones, Candidate.guarded_at)."""
         expr = cst.Module([]).code_for_node(size)
+        guards = size if once else None
         if whole_shape(size, ctx) is not None:
-            ctx.report(self, node, self.message.format(expr=f"every size of {expr}", use=use), guards=size)
+            ctx.report(self, node, self.message.format(expr=f"every size of {expr}", use=use), guards=guards)
             return
         fact = changing_size(size, ctx)
         why = f" ({fact.why})" if fact is not None and fact.why != expr else ""
-        ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use), guards=size)
+        ctx.report(self, node, self.message.format(expr=f"the size {expr}{why}", use=use), guards=guards)
