@@ -26,6 +26,10 @@ from .version_tests import version_truth
 if TYPE_CHECKING:
     from .rules.base import Rule
 
+# A guard fact a constructor call carries to the __init__ it reaches (CallSite.facts) when the
+# call runs eagerly inside a compiled call (FunctionWalker.runs_eagerly_here).
+EAGER_CONSTRUCTION = ("<built where the compiled call runs eagerly>",)
+
 # Under torch.compile these return constants, so branches on them are decided statically.
 COMPILING_TRUE = frozenset({
     "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling",
@@ -232,6 +236,9 @@ class FunctionWalker(cst.CSTVisitor):
         # every later point comes after that use, its candidate): later uses add no guard.
         self._size_guards: list[tuple] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
+        # An nn.Module __init__ every traced caller runs where the compiled call runs eagerly:
+        # Dynamo compiles it as a frame of its own (see runs_eagerly_here).
+        self.eager_construction = bool(facts) and bool(facts.get(EAGER_CONSTRUCTION))
         self._returned_by_break: cst.Call | None = None
 
     # -- the public surface rules use ----------------------------------------------------
@@ -329,6 +336,16 @@ class FunctionWalker(cst.CSTVisitor):
             if isinstance(ancestor, cst.For):
                 found |= set(target_names(ancestor.target))
         return found
+
+    def runs_eagerly_here(self) -> bool:
+        """Whether this point runs eagerly inside a compiled call: an earlier frame-skipping
+        break holds it (tcl/frame_skips.py), or it is in an __init__ that itself runs as a frame
+        of its own (`eager_construction`). Dynamo still compiles every frame called from there
+        on its own; measured on 2.13 (tests/test_guard_facts.py), an nn.Module built there has
+        its `__init__` compiled as a frame whose `self` is not initialised yet, which breaks at
+        `super().__init__()` (GB0119) and runs the rest eagerly, so the modules it builds break
+        the same way."""
+        return self.eager_construction or bool(self._earlier_skips())
 
     def _earlier_skips(self, rest_only: bool = False) -> list[tuple]:
         """(rule, candidate) of the frame-skipping breaks so far whose block holds the walk's
@@ -762,6 +779,9 @@ class FunctionWalker(cst.CSTVisitor):
             if size is not None and size.varies is not False:
                 sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
         facts = frozenset(self.guard_facts().items()) if is_own_method_call(node) else frozenset()
+        if callee is not None and callee.name == "__init__" and callee.owner is not None \
+                and callee.owner.is_module and self.runs_eagerly_here():
+            facts |= {(EAGER_CONSTRUCTION, True)}
         literals = None
         if callee is not None and all(self._forwards_entry_varargs(arg) for arg in node.args if arg.star):
             literals = {}

@@ -572,3 +572,54 @@ def test_a_store_under_a_fixed_key_is_still_reported(tmp_path):
     guards by its length on the next call: another guard, so both lines are reported (the hit
     path's lookup in between is not)."""
     assert check(tmp_path, SIZE_KEYED_CACHE) == [("TCL505", 13), ("TCL505", 16)]
+
+
+# auraloss' RandomResolutionSTFTLoss: loss modules rebuilt in a loop that breaks (np.random).
+BUILT_WHERE_EAGER = """
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    class Inner(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, x):
+            return x * 2
+
+
+    class Outer(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x) + self.k
+
+
+    class Randomized(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.losses = []
+
+        def forward(self, x):
+            self.losses = []
+            for _ in range(2):
+                k = int(np.random.rand() * 3)
+                self.losses += [Outer(k)]
+            return sum(loss(x) for loss in self.losses)
+"""
+
+
+def test_a_module_built_where_the_frame_runs_eagerly_breaks_in_its_init(tmp_path):
+    """The loop's break makes Dynamo skip forward's frame; Outer(k) then runs eagerly, and
+    Dynamo compiles Outer.__init__ as a frame of its own, whose `self` is not initialised: it
+    breaks at super().__init__() (GB0119) and runs the rest eagerly, so Inner's does too."""
+    assert check(tmp_path, BUILT_WHERE_EAGER) == [("TCL204", 33), ("TCL405", 9), ("TCL405", 17)]
+    assert compiler_breaks(BUILT_WHERE_EAGER, "Randomized", "torch.randn(3)") == [9, 17, 33]
+    # Built in traced code (no break before it), the same module traces: nothing reported.
+    traced = BUILT_WHERE_EAGER.replace("k = int(np.random.rand() * 3)", "k = 2")
+    assert check(tmp_path, traced) == []
+    assert compiler_breaks(traced, "Randomized", "torch.randn(3)") == []

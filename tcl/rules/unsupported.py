@@ -286,7 +286,10 @@ class ParameterInForward(Rule):
         "guarded on. Building a module inside compiled code does the same: `nn.Linear(...)` or a "
         "module of the checked code whose `__init__` makes an `nn.Parameter` or `nn.Buffer` breaks "
         "at that line, and again at its `super().__init__()` (GB0119, the module is not yet "
-        "initialised when Dynamo resumes)."
+        "initialised when Dynamo resumes). Any nn.Module built where Dynamo runs the compiled "
+        "call eagerly (after a break in a loop, or in such an __init__) has its `__init__` "
+        "compiled as a frame of its own, which breaks at `super().__init__()` with GB0119 "
+        "whether or not it makes parameters (measured on 2.13, tests/test_guard_facts.py)."
     )
     VALID = [Example('''
 import torch
@@ -397,6 +400,12 @@ def fn(x):
             ctx.report(
                 self, node,
                 self.message.format(what="nn.Module.__init__ of a module built"), gb="GB0119",
+            )
+        elif _is_super_init(node) and getattr(ctx, "eager_construction", False):
+            ctx.report(
+                self, node,
+                self.message.format(what="nn.Module.__init__ run as a frame of its own (the module is built where Dynamo runs its caller eagerly)"),
+                gb="GB0119", resumes=False,
             )
 
 
