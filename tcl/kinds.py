@@ -373,8 +373,12 @@ def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
             # An imported class: most attributes built from classes in model code are modules.
             return Kind.MODULE if _looks_like_module_class(last) else Kind.UNKNOWN
         return Kind.UNKNOWN
-    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
-        return Kind.META
+    if isinstance(value, cst.BinaryOperation):
+        # `(torch.arange(a, b) % n)`: arithmetic on a tensor is a tensor; on numbers, a number.
+        sides = (init_value_kind(value.left, index), init_value_kind(value.right, index))
+        return Kind.TENSOR if Kind.TENSOR in sides else Kind.META
+    if isinstance(value, cst.UnaryOperation):
+        return Kind.TENSOR if init_value_kind(value.expression, index) == Kind.TENSOR else Kind.META
     if isinstance(value, (cst.Attribute, cst.Subscript)):
         # `self.eps = config.layer_norm_eps`: configuration, not tensor data.
         return Kind.META

@@ -623,3 +623,40 @@ def test_a_module_built_where_the_frame_runs_eagerly_breaks_in_its_init(tmp_path
     traced = BUILT_WHERE_EAGER.replace("k = int(np.random.rand() * 3)", "k = 2")
     assert check(tmp_path, traced) == []
     assert compiler_breaks(traced, "Randomized", "torch.randn(3)") == []
+
+
+# pytorch-metric-learning's CrossBatchMemory: an index tensor kept on self by another method.
+ARITHMETIC_ATTRIBUTE = """
+    import torch
+    from torch import nn
+
+
+    def not_self(a, s, e):
+        if e <= s:
+            a = a + 1
+        return a
+
+
+    class Memory(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.size = 5
+            self.queue_idx = 0
+
+        def forward(self, x):
+            self.add(x)
+            s, e = self.curr_batch_idx[0], self.curr_batch_idx[-1]
+            return not_self(x, s, e)
+
+        def add(self, x):
+            self.curr_batch_idx = (torch.arange(self.queue_idx, self.queue_idx + len(x)) % self.size)
+"""
+
+
+def test_arithmetic_on_a_tensor_kept_on_self_is_a_tensor(tmp_path):
+    assert check(tmp_path, ARITHMETIC_ATTRIBUTE) == [("TCL201", 7)]
+    assert compiler_breaks(ARITHMETIC_ATTRIBUTE, "Memory", "torch.randn(3)") == [7]
+    numbers = ARITHMETIC_ATTRIBUTE.replace("(torch.arange(self.queue_idx, self.queue_idx + len(x)) % self.size)",
+                                           "(self.queue_idx + 3) % self.size")
+    assert check(tmp_path, numbers.replace("s, e = self.curr_batch_idx[0], self.curr_batch_idx[-1]",
+                                           "s, e = self.curr_batch_idx, 2")) == []
