@@ -232,7 +232,7 @@ class FunctionWalker(cst.CSTVisitor):
         # it compiled: False, only later points are eager).
         self._skips: list[tuple] = []
         self._recompile_hazards: list[Candidate] = []
-        # Sizes a recompile rule saw fixed to one value (guard_size_key, the block within which
+        # Sizes a recompile rule saw fixed to one value (_size_key, the block within which
         # every later point comes after that use, its candidate): later uses add no guard.
         self._size_guards: list[tuple] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
@@ -324,12 +324,12 @@ class FunctionWalker(cst.CSTVisitor):
         another tensor)."""
         if isinstance(size, cst.Name) and depth < 4:
             origin = self.origins.get(size.value)
-            if origin is not None and origin is not size and size.value not in self.loop_names():
+            if origin is not None and origin is not size and size.value not in self._loop_names():
                 return self._size_key(origin, depth + 1)
         names = sorted({n.value for n in _names_in(size)})
         return (_dim_text(size), tuple((n, id(self.origins.get(n))) for n in names))
 
-    def loop_names(self) -> set[str]:
+    def _loop_names(self) -> set[str]:
         """Names a `for` of the walk's ancestors binds: their origin is the iterable, not a value."""
         found: set[str] = set()
         for ancestor in self.stack:

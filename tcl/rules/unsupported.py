@@ -401,7 +401,7 @@ def fn(x):
                 self, node,
                 self.message.format(what="nn.Module.__init__ of a module built"), gb="GB0119",
             )
-        elif _is_super_init(node) and getattr(ctx, "eager_construction", False):
+        elif _is_super_init(node) and ctx.eager_construction:
             ctx.report(
                 self, node,
                 self.message.format(what="nn.Module.__init__ run as a frame of its own (the module is built where Dynamo runs its caller eagerly)"),
