@@ -19,6 +19,13 @@ What it records, all read from torch itself rather than written by hand:
 * tensor_attributes / python_attributes: the public attributes a torch.Tensor has and list,
   dict, str, set, tuple, int and float lack, and the other way round: how a parameter is used
   is evidence of what it holds (tcl/evidence.py).
+* shared_attributes: the tensor attributes that a numpy.ndarray, an nn.Module or a path has too
+  (`shape`, `sum`, `to`, `half`, `name`): no evidence that a value is a tensor, where nothing
+  else says it is compiled (tcl/api_entries.py).
+* tensor_input_calls: the functions of torch and torch.nn.functional whose first parameter is a
+  tensor by name (`input`, `tensor`, `input1`, `x1`, `A`: `torch.isnan(input)`, `F.relu(input)`;
+  not `torch.zeros(*size)` nor `torch.tensor(data)`), read from their signatures or, for C
+  functions, the signature line of their docstrings: a value passed there is a tensor.
 * skipped_calls: which of the calls in CALL_PROBES (standard-library and torch calls model code
   makes) break the graph when compiled, with the GB id the compiler gives, measured by
   compiling each in default mode on this torch (torch._dynamo.error_on_graph_break). The list
@@ -656,6 +663,9 @@ def _import(name: str):
 
 
 def generate() -> dict:
+    import pathlib
+
+    import numpy
     import torch
 
     module_classes, other_classes = set(), set()
@@ -702,6 +712,9 @@ def generate() -> dict:
         "returns": dict(sorted(returns.items())),
         "tensor_attributes": sorted(_public(torch.Tensor) - _python_attributes()),
         "python_attributes": sorted(_python_attributes() - _public(torch.Tensor)),
+        "shared_attributes": sorted((_public(torch.Tensor) - _python_attributes()) & (
+            _public(numpy.ndarray) | _public(torch.nn.Module) | _public(pathlib.PurePosixPath))),
+        "tensor_input_calls": _tensor_input_calls(),
         "skipped_calls": _probe_calls(),
         "size_specialising_calls": _probe_size_specialising(),
         "numpy_random": _probe_numpy_random(),
@@ -714,6 +727,34 @@ def generate() -> dict:
         "breaking_tensor_methods": {name.removeprefix("Tensor."): gb for name, gb in _breaking(
             {f"Tensor.{k}": v for k, v in TENSOR_METHOD_PROBES.items()}, "import torch\n").items()},
     }
+
+
+TENSOR_FIRST_PARAMETERS = frozenset({"input", "tensor", "input1", "x1", "A"})
+
+
+def _tensor_input_calls() -> list[str]:
+    import torch
+    import torch.nn.functional
+
+    names = set()
+    for namespace, module in (("torch", torch), ("torch.nn.functional", torch.nn.functional)):
+        for attr in dir(module):
+            value = getattr(module, attr, None)
+            if attr.startswith("_") or not callable(value) or inspect.isclass(value) or inspect.ismodule(value):
+                continue
+            if _first_parameter(value) in TENSOR_FIRST_PARAMETERS:
+                names.add(f"{namespace}.{attr}")
+    return sorted(names)
+
+
+def _first_parameter(function) -> str | None:
+    try:
+        parameters = list(inspect.signature(function).parameters)
+        return parameters[0] if parameters else None
+    except (ValueError, TypeError):  # a C function: `isnan(input) -> Tensor` heads its docstring
+        lines = (getattr(function, "__doc__", None) or "").strip().splitlines()
+        match = re.match(r"^\s*[\w.]+\((\*?\w+)", lines[0]) if lines else None
+        return match.group(1) if match else None
 
 
 def _public(cls) -> set[str]:

@@ -130,6 +130,7 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         # what the run starts from and follows (tcl/entries.py, tcl/installed.py)
         getattr(config, "follow_imports", False),
         getattr(config, "show_hidden", False),
+        getattr(config, "api_entries", "auto"),
         sorted(spec.text for spec in getattr(analyzer, "entry_specs", ())),
         sorted({spec.file or "" for spec in getattr(analyzer, "entry_specs", ())}),
         # a re-recording whose closures held other classes reaches other code

@@ -111,6 +111,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         "graph is not reported (repeatable; a file's own `torch._dynamo.config.X = True` counts too)")
     parser.add_argument("--show-hidden", action="store_true",
                         help="also report the breaks an earlier break hides (Dynamo already runs their frame eagerly)")
+    parser.add_argument("--api-entries", choices=("auto", "on", "off"),
+                        help="also take a library's public functions that take tensor data as compiled entries: "
+                        "auto (default: library files, not scripts or tests), on, off")
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
@@ -161,6 +164,8 @@ def resolve_config(args: argparse.Namespace, paths: list[str]) -> Config:
         config.respect_gitignore = False
     if getattr(args, "show_hidden", False):
         config.show_hidden = True
+    if getattr(args, "api_entries", None):
+        config.api_entries = args.api_entries
     validate(config, "command line")
     return config
 

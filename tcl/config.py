@@ -14,6 +14,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MODES = ("default", "fullgraph")
+API_MODES = ("auto", "on", "off")  # api-entries (tcl/api_entries.py)
 
 
 class ConfigError(Exception):
@@ -47,6 +48,9 @@ class Config:
     # Also report the breaks an earlier break hides (Dynamo runs their frame eagerly before
     # reaching them): the whole list of what stands between a frame and one graph.
     show_hidden: bool = False
+    # A library's public functions that take tensor data are entries too (tcl/api_entries.py):
+    # "auto" in library files, "on" everywhere, "off" never.
+    api_entries: str = "auto"
     source: Path | None = None  # the pyproject.toml it came from
 
     def target_version(self) -> tuple[int, int]:
@@ -66,7 +70,7 @@ class Config:
 KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "torch-version", "mode",
     "per-file-ignores", "assume", "entries", "recorded-entries", "follow-imports", "respect-gitignore", "dynamo-config",
-    "show-hidden",
+    "show-hidden", "api-entries",
 }
 DEVICES = ("cpu", "cuda", "xpu", "mps")
 # torch's floating dtypes by every name they go by: `assume.dtype` and `x.dtype == torch.half`.
@@ -142,6 +146,10 @@ def load(pyproject: Path | None) -> Config:
     if not isinstance(hidden, bool):
         raise ConfigError(f"{where}: show-hidden: expected true or false, got {_shown(hidden)}")
     config.show_hidden = hidden
+    api = section.get("api-entries", "auto")
+    if isinstance(api, bool):
+        api = "on" if api else "off"
+    config.api_entries = _string(api, where, "api-entries", f"one of {', '.join(API_MODES)} (or true/false)")
     validate(config, where)
     return config
 
@@ -260,6 +268,8 @@ def validate(config: Config, where: str) -> None:
         )
     if config.mode not in MODES:
         raise ConfigError(f"{where}: mode: expected one of {', '.join(MODES)}, got {config.mode!r}")
+    if config.api_entries not in API_MODES:
+        raise ConfigError(f"{where}: api-entries: expected one of {', '.join(API_MODES)}, got {config.api_entries!r}")
     if config.torch_version is not None:
         try:
             torch_version.parse(str(config.torch_version))

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from .config import Config
-from .dataflow import Kind, join
+from .dataflow import Kind, is_tensor, join
 from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
+from .api_entries import API_MARK, PUBLIC_API, api_entries, is_api_reach
 from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
 from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
@@ -593,6 +594,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         # callee id -> caller id -> call sites (walker.CallSite)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.from_callers: set[int] = set()  # entries whose parameter kinds come from callers
+        self.api_entries: set[int] = set()  # public functions taken as entries (tcl/api_entries.py)
         # What a helper returns for one call's argument kinds (tcl/summaries.py).
         self.summaries = CallSiteReturns(
             self._return_kind, lambda function: self.param_kinds.get(id(function)),
@@ -641,6 +643,26 @@ class FileAnalysis(EntryPoints, CallResolver):
             self.param_kinds[id(function)] = dict(kinds)
             queue.append(function)
         analyses: dict[int, int] = defaultdict(int)
+        self._settle(queue, analyses)
+        # The public API no entry above reaches (tcl/api_entries.py): walked after, so that what
+        # the entries reach keeps what its callers pass.
+        walked = {id(self.functions[key].node) for key in self.results}
+        queue = []
+        for function, kinds in api_entries(self.index, self.analyzer.config.api_entries, walked):
+            key = id(function)
+            if key in self.entries:
+                continue
+            self.functions[key] = function
+            self.entries[key] = function.qualname
+            self.api_entries.add(key)
+            self.param_kinds[key] = kinds
+            queue.append(function)
+        self._settle(queue, analyses)
+        self._remember_settled()
+        return self._candidates_with_reach()
+
+    def _settle(self, queue: list[FunctionInfo], analyses: dict[int, int]) -> None:
+        """Walk `queue` and whatever its walks reach until nothing they pass on changes."""
         while queue:
             function = queue.pop(0)
             key = id(function)
@@ -660,13 +682,19 @@ class FileAnalysis(EntryPoints, CallResolver):
             for callee in self._record_calls(function, result):
                 if callee not in queue:
                     queue.append(callee)
-        self._remember_settled()
-        return self._candidates_with_reach()
 
     # Helpers of other files are reached from many checked files with the same arguments
     # (transformers: every model's `self.loss_function` reaches the same ~25 loss functions).
     # Their settled results are kept per (function, argument kinds) and reused; they cannot
     # depend on the calling file: nothing in another file resolves calls into this one.
+    def _computes_tensors(self, key: int) -> bool:
+        """A public API entry counts when it returns tensor data, alone or in a tuple: takes
+        tensors and gives tensors, as what users compile does."""
+        result = self.results.get(key)
+        if result is None:
+            return False
+        return is_tensor(result.returns) or any(is_tensor(k) for k in result.tuple_returns or ())
+
     def _settled_key(self, function: FunctionInfo):
         key = id(function)
         return (
@@ -841,7 +869,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             if callee_key in self.entries:
                 # A submodule's forward called from traced code: what the caller passes is
                 # better evidence than the "parameters are tensors" default.
-                defaults = entry_param_kinds(callee)
+                defaults = (self.param_kinds[callee_key] if callee_key in self.api_entries
+                            else entry_param_kinds(callee))
                 kinds = {name: kinds.get(name, Kind.UNKNOWN) if kinds.get(name, Kind.UNKNOWN) != Kind.UNKNOWN else kind
                          for name, kind in defaults.items()}
             if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
@@ -866,6 +895,10 @@ class FileAnalysis(EntryPoints, CallResolver):
             for caller in callers:
                 callees[caller].append(callee)
         for key, name in self.entries.items():
+            if key in self.api_entries:
+                if not self._computes_tensors(key):
+                    continue  # a utility (I/O, a training loop, a data filter): not what users compile
+                name += API_MARK  # `reached from odeint (public API)`: why it counts as compiled
             stack = [key]
             seen = set()
             while stack:
@@ -877,10 +910,17 @@ class FileAnalysis(EntryPoints, CallResolver):
                 stack.extend(callees.get(current, ()))
         output = []
         for key, result in self.results.items():
+            if not reach[key]:
+                continue  # reached only from public functions that compute no tensor
             # An entry's own findings name no callers, except a decorator's wrapper: its name
             # (`deco.<locals>.wrapper`) says nothing about which forward it wraps.
             own = key in self.entries and self.entries[key] == self.functions[key].qualname
-            entries = () if own else tuple(sorted(reach[key] - {self.functions[key].qualname}))
+            if own and key in self.api_entries:
+                entries = (PUBLIC_API,)  # its own findings say why it counts as compiled
+            else:
+                names = reach[key] - {self.functions[key].qualname}
+                compiled = {name for name in names if not is_api_reach(name)}
+                entries = () if own else tuple(sorted(compiled or names))
             for candidate in result.candidates:
                 output.append((candidate, entries))
         return output

@@ -56,6 +56,8 @@ class Finding:
         where = f" at {self.library}" if self.library else ""
         if not self.reached_from:
             return f"in {self.function}{where}" if where else ""
+        if self.reached_from == ("public API",):  # tcl/api_entries.py: no compiled caller, its own API
+            return f"in {self.function}{where}, public API that takes tensor data (users may compile it)"
         return f"in {self.function or '?'}{where}, reached from {', '.join(self.reached_from)}"
 
     def to_json(self) -> dict:

@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
+from .api_entries import is_api_reach
 from .config import Config
 from .engine import Analyzer, FileReport
 from .files import DEFAULT_EXCLUDES, Excluder, Problem, SourceError, discover, package_of, read_source
@@ -64,8 +65,13 @@ def _in_library_file(finding) -> bool:
 def _merge(first, second):
     import dataclasses
 
-    reached = tuple(sorted(set(first.reached_from) | set(second.reached_from)))
-    return dataclasses.replace(first, reached_from=reached)
+    reached = set(first.reached_from) | set(second.reached_from)
+    # Public API reach (tcl/api_entries.py) stands in for compiled callers only where there are
+    # none: a helper another file's forward reaches is not "public API" there.
+    compiled = {name for name in reached if not is_api_reach(name)}
+    if compiled or not first.reached_from or not second.reached_from:
+        reached = compiled
+    return dataclasses.replace(first, reached_from=tuple(sorted(reached)))
 
 
 _WORKER_ANALYZER: Analyzer | None = None

@@ -19,6 +19,7 @@ from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
+from .api_entries import torch_only_evidence
 from .params import all_params as _all_params, body_evidence, literal_value, tensor_evidenced_names
 from .sizes import size_of, unpacked_shape_origins
 from .version_tests import version_truth
@@ -402,7 +403,7 @@ class FunctionWalker(cst.CSTVisitor):
         param = next((p for p in _all_params(self.function.node.params) if p.name.value == name), None)
         if param is not None and param.annotation is not None:
             return "parameter, annotated a tensor"
-        if body_evidence(self.function).get(name) == "tensor":
+        if body_evidence(self.function).get(name) == "tensor" or name in torch_only_evidence(self.function):
             return "parameter, used as a tensor"
         return ASSUMED_PARAMETER
 

@@ -34,6 +34,8 @@ class TorchFacts:
     skipped_calls: dict[str, str] | None = None  # qualname -> GB id, measured on this release
     tensor_attributes: frozenset[str] = frozenset()  # Tensor has them; list/dict/str/... do not
     python_attributes: frozenset[str] = frozenset()  # list/dict/str/... have them; Tensor does not
+    shared_attributes: frozenset[str] = frozenset()  # tensor_attributes an ndarray, Module or path has too
+    tensor_input_calls: frozenset[str] = frozenset()  # torch functions whose first parameter is a tensor
     # "Tensor.fill_diagonal_" / "torch.triu_indices" -> "receiver" | "size arguments": calls that
     # recompile on every new size of that input, measured on this release
     size_specialising_calls: dict[str, str] | None = None
@@ -104,6 +106,8 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             skipped_calls=dict(data["skipped_calls"]) if "skipped_calls" in data else None,
             tensor_attributes=frozenset(data.get("tensor_attributes", ())),
             python_attributes=frozenset(data.get("python_attributes", ())),
+            shared_attributes=frozenset(data.get("shared_attributes", ())),
+            tensor_input_calls=frozenset(data.get("tensor_input_calls", ())),
             size_specialising_calls=(dict(data["size_specialising_calls"])
                                      if "size_specialising_calls" in data else None),
             numpy_random=dict(data["numpy_random"]) if "numpy_random" in data else None,
@@ -146,6 +150,8 @@ def all_releases() -> TorchFacts | None:
         facts[-1].release, modules, others, returns,
         tensor_attributes=frozenset.intersection(*(f.tensor_attributes for f in facts)),
         python_attributes=frozenset.intersection(*(f.python_attributes for f in facts)),
+        shared_attributes=frozenset.union(*(f.shared_attributes for f in facts)),
+        tensor_input_calls=frozenset.intersection(*(f.tensor_input_calls for f in facts)),
     )
 
 

@@ -1,0 +1,188 @@
+"""A library's public API as entry points: what its users may compile, found without a forward.
+
+Functional libraries (ODE solvers, losses, metrics, filters, flows) hand their users functions and
+methods, not only `nn.Module.forward`s: `torch.compile(lambda y: odeint(f, y, t))`, a compiled
+training step that calls `ssim(x, y)` or `flow.log_prob(x)`. Checked alone, such a package has no
+entry point and tcl said nothing about it. Here a public function or method of a checked library
+file that takes tensor data and that none of the file's own entries reaches is an entry of its
+own, walked after those (so code they reach keeps what its callers pass):
+
+* public: its name, and its class's, do not start with `_` (`__call__` counts); not a property,
+  not `__init__`, not disabled for the compiler;
+* takes tensor data: a parameter annotated a tensor or used as one in the body (tcl/evidence.py:
+  `x.shape`, `x @ w`, `x.masked_fill(...)`). Its other parameters hold what the signature says,
+  unknown otherwise: nothing is *assumed* a tensor here, since nobody said this function is
+  compiled;
+* in library code: not a script (no top-level `if __name__ == "__main__":`), not a test, example,
+  benchmark, doc or script file (by path: `tests/`, `test_*.py`, `conftest.py`, `setup.py`, ...).
+
+`api-entries` in `[tool.tcl]` / `--api-entries`: `auto` (the default; the rules above), `off`
+(only forwards, optimizer steps, compiled and declared entries, as before), `on` (scripts and
+test files too). Findings these entries reach say so: `reached from odeint (public API)`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from .dataflow import Kind, is_tensor
+from .evidence import EVIDENCE_KINDS
+from .evidence import TENSOR as TENSOR_EVIDENCE
+from .config import API_MODES as MODES  # noqa: F401  (re-exported for the CLI)
+from .module_index import FunctionInfo, ModuleIndex
+from . import torch_facts
+from .evidence import _children
+from .params import _param_kind, all_params, body_evidence
+from .kinds import SELF
+
+API_MARK = " (public API)"
+PUBLIC_API = "public API"  # reached_from of an API entry's own findings (Finding.context)
+# Folders and files whose code is run by developers, not compiled by a library's users.
+NOT_LIBRARY_DIRS = frozenset({
+    "tests", "test", "testing", "examples", "example", "scripts", "script", "docs", "doc",
+    "benchmarks", "benchmark", "bench", "tools", "demo", "demos", "notebooks", "tutorials",
+})
+NOT_LIBRARY_FILES = frozenset({"setup.py", "conftest.py", "__main__.py", "noxfile.py", "tasks.py"})
+# Methods a user does not compile: construction, representation, serialisation.
+NOT_API_METHODS = frozenset({
+    "__init__", "__new__", "__repr__", "__str__", "__getstate__", "__setstate__", "__init_subclass__",
+    "extra_repr", "reset_parameters", "state_dict", "load_state_dict", "__post_init__",
+})
+
+
+def is_api_reach(name: str) -> bool:
+    """Whether a `reached_from` name stands for a public API entry, not a compiled caller."""
+    return name == PUBLIC_API or name.endswith(API_MARK)
+
+
+def applies(index: ModuleIndex, mode: str) -> bool:
+    """Whether the public API of this checked file counts as compiled entries."""
+    if mode == "off" or index.installed or index.module is None:
+        return False
+    if mode == "on":
+        return True
+    return is_library_file(index.path) and not _has_main_guard(index.module)
+
+
+def is_library_file(path: str) -> bool:
+    parts = os.path.normpath(path).split(os.sep)
+    name = parts[-1]
+    if name in NOT_LIBRARY_FILES or name.startswith("test_") or name.endswith("_test.py"):
+        return False
+    return not any(part in NOT_LIBRARY_DIRS for part in parts[:-1])
+
+
+def _has_main_guard(module: cst.Module) -> bool:
+    for statement in module.body:
+        if isinstance(statement, cst.If) and isinstance(statement.test, cst.Comparison):
+            sides = [statement.test.left, *(c.comparator for c in statement.test.comparisons)]
+            if any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides):
+                return True
+    return False
+
+
+def public_functions(index: ModuleIndex):
+    """Public top-level functions and public methods of public classes, in source order."""
+    for function in index.functions.values():
+        if _is_public(function.name):
+            yield function
+    for cls in index.classes.values():
+        if cls.name.startswith("_"):
+            continue
+        for method in cls.methods.values():
+            if (_is_public(method.name) or method.name == "__call__") and method.name not in NOT_API_METHODS:
+                yield method
+
+
+def _is_public(name: str) -> bool:
+    return not name.startswith("_")
+
+
+def api_param_kinds(function: FunctionInfo) -> dict[str, Kind] | None:
+    """The parameters of a public function taken as an entry: a tensor where the annotation or
+    the body says so, what the signature says otherwise, unknown by default. None when no
+    parameter is surely a tensor (the function is not an entry): an annotation, or a use that
+    a numpy array would not survive (`torch_only_evidence`). `x.shape`, `x.sum()` and `x @ w`
+    fit an array as well, and count only beside such a parameter."""
+    params = function.node.params
+    positional = list(params.posonly_params) + list(params.params)
+    evidence = body_evidence(function)
+    sure = torch_only_evidence(function)
+    kinds: dict[str, Kind] = {}
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        if i == 0 and function.owner is not None and not function.is_staticmethod and name in (SELF, "cls"):
+            continue
+        kind = _param_kind(param, default_kind=Kind.UNKNOWN)
+        what = evidence.get(name)
+        if kind == Kind.TENSOR:
+            sure.add(name)
+        elif (what == TENSOR_EVIDENCE or name in sure) and kind != Kind.META:
+            kind = Kind.TENSOR
+        elif what in EVIDENCE_KINDS and kind == Kind.UNKNOWN:
+            kind = EVIDENCE_KINDS[what]
+        kinds[name] = kind
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            kinds[star.name.value] = Kind.UNKNOWN
+    if not any(is_tensor(kinds.get(name, Kind.UNKNOWN)) for name in sure):
+        return None
+    return kinds
+
+
+_SURE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def torch_only_evidence(function: FunctionInfo) -> set[str]:
+    """`_torch_only_evidence`, once per function node (a new set each call: callers add to it)."""
+    kept = _SURE.get(id(function.node))
+    if kept is None or kept[0] is not function.node:
+        if len(_SURE) > 20_000:
+            _SURE.clear()
+        kept = _SURE[id(function.node)] = (function.node, frozenset(_torch_only_evidence(function)))
+    return set(kept[1])
+
+
+def _torch_only_evidence(function: FunctionInfo) -> set[str]:
+    """Parameters the body uses as only a tensor can be used: an attribute torch.Tensor has and
+    numpy.ndarray, nn.Module, paths, list, dict, str, ... lack (`x.masked_fill`, `x.unsqueeze`), or passed first
+    to a torch function whose first parameter is a tensor (`torch.isnan(x)`, `F.relu(x)`; not
+    `torch.zeros(n)` nor `torch.tensor(x)`): both read from torch (tcl/torch_facts)."""
+    facts = torch_facts.all_releases()
+    if facts is None:
+        return set()
+    only_tensor = facts.tensor_attributes - facts.shared_attributes
+    names = {p.name.value for p in all_params(function.node.params)}
+    index = function.index
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [function.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.value.value in names and node.attr.value in only_tensor:
+                found.add(node.value.value)
+        elif isinstance(node, cst.Call) and node.args and index is not None:
+            first = node.args[0]
+            if (first.keyword is None or first.keyword.value == "input") and first.star == "" \
+                    and isinstance(first.value, cst.Name) and first.value.value in names \
+                    and (index.qualify(node.func) or "") in facts.tensor_input_calls:
+                found.add(first.value.value)
+        stack.extend(_children(node))
+    return found
+
+
+def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionInfo, dict[str, Kind]]]:
+    """(function, parameter kinds) for each public function of `index` that takes tensor data
+    and is not in `reached` (ids of the nodes of the functions the file's own entries walk)."""
+    if not applies(index, mode):
+        return []
+    out = []
+    for function in public_functions(index):
+        if id(function.node) in reached or function.is_property or function.is_disabled:
+            continue
+        kinds = api_param_kinds(function)
+        if kinds is not None:
+            out.append((function, kinds))
+    return out

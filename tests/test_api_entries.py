@@ -1,0 +1,159 @@
+"""A library's public API as entry points (tcl/api_entries.py): public functions and methods
+that take tensor data are checked as compiled when nothing in their file reaches them. Each
+positive case is compiled too: the compiler breaks where tcl reports."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tcl.cli import main
+from tcl.config import Config, ConfigError, load
+from tcl.runner import run
+
+SOLVER = """\
+import torch
+
+
+def _check(y0):
+    if torch.isnan(y0).any():
+        raise ValueError("y0 has NaNs")
+
+
+def odeint(func, y0: torch.Tensor, t, rtol=1e-7):
+    _check(y0)
+    y = y0
+    for i in range(len(t) - 1):
+        y = y + (t[i + 1] - t[i]) * func(t[i], y)
+    return y
+
+
+def describe(name, steps=3):
+    print(name, steps)
+
+
+def scale(x, flag):
+    if flag:
+        return x.sum() * 2
+    return x.mean()
+
+
+class Solver:
+    def integrate(self, y, steps):
+        total = torch.tanh(y).sum()
+        if total > 0:
+            return y * steps
+        return y
+
+    def _private(self, y):
+        print(y.shape)
+"""
+
+
+def write(root, name, text):
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def check(paths, **options):
+    result = run([str(p) for p in paths], Config(torch_version="2.13", **options), jobs=1)
+    return sorted(result.findings, key=lambda f: f.sort_key()), result.all_errors
+
+
+def lines(findings):
+    return [(f.code, f.line) for f in findings]
+
+
+def test_public_functions_that_take_tensors_are_entries(tmp_path):
+    path = write(tmp_path / "mylib", "solver.py", SOLVER)
+    findings, errors = check([path])
+    assert not errors
+    # _check (private) through odeint; Solver.integrate. Not describe (no tensor data), not
+    # `if flag:` in scale (flag is no tensor: nothing says so), not Solver._private.
+    assert lines(findings) == [("TCL201", 5), ("TCL201", 30)]
+    by_line = {f.line: f for f in findings}
+    assert by_line[5].reached_from == ("odeint (public API)",)
+    assert "in _check, reached from odeint (public API)" in by_line[5].context
+    assert by_line[30].context == "in Solver.integrate, public API that takes tensor data (users may compile it)"
+    assert check([path], api_entries="off")[0] == []
+
+
+def test_the_compiler_breaks_where_the_public_api_is_reported():
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    result = probe_source(SOLVER, "odeint", "(lambda t, y: -y, torch.randn(3), torch.linspace(0, 1, 4))")
+    assert result.exception is None, result.exception
+    assert 5 in {b.line for b in result.breaks}
+    clean = probe_source(SOLVER, "scale", "(torch.randn(3), True)")
+    assert clean.exception is None and not clean.breaks  # `if flag:` on a Python bool traces
+
+
+def test_scripts_tests_and_examples_are_not_library_code(tmp_path):
+    script = write(tmp_path / "proj", "train.py", SOLVER + '\n\nif __name__ == "__main__":\n    describe("x")\n')
+    test = write(tmp_path / "proj" / "tests", "helpers.py", SOLVER)
+    example = write(tmp_path / "proj" / "examples", "demo.py", SOLVER)
+    assert check([script, test, example]) == ([], [])
+    findings, _ = check([script, test, example], api_entries="on")
+    assert len(findings) == 6
+
+
+def test_a_helper_compiled_code_reaches_is_not_called_public_api(tmp_path):
+    """rms_norm is public in its own file and reached from a forward in another: the finding
+    names the forward only."""
+    norms = write(tmp_path / "pkg", "norms.py", """
+        import torch
+
+        def rms_norm(x):
+            if x.abs().max() > 10:
+                print("large")
+            return x
+    """)
+    model = write(tmp_path / "pkg", "model.py", """
+        from torch import nn
+        from .norms import rms_norm
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return rms_norm(x)
+    """)
+    write(tmp_path / "pkg", "__init__.py", "")
+    findings, errors = check([norms, model])
+    assert not errors and findings
+    assert all(f.reached_from == ("Model.forward",) for f in findings), [f.reached_from for f in findings]
+
+
+def test_a_forward_keeps_its_own_parameter_kinds(tmp_path):
+    """A module's forward is an entry already: the public API pass never walks it again."""
+    path = write(tmp_path / "pkg", "m.py", """
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, n):
+                if x.sum() > n:
+                    return x
+                return -x
+    """)
+    findings, _ = check([path])
+    assert lines(findings) == [("TCL201", 6)] and findings[0].reached_from == ()
+
+
+def test_configuration(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    for value, expected in (("false", "off"), ("true", "on"), ('"auto"', "auto"), ('"off"', "off")):
+        pyproject.write_text(f"[tool.tcl]\napi-entries = {value}\n")
+        assert load(pyproject).api_entries == expected
+    pyproject.write_text('[tool.tcl]\napi-entries = "all"\n')
+    with pytest.raises(ConfigError, match="api-entries: expected one of auto, on, off"):
+        load(pyproject)
+
+
+def test_command_line_option(tmp_path, capsys):
+    path = write(tmp_path / "mylib", "solver.py", SOLVER)
+    assert main(["check", "--no-config", "--no-cache", "--api-entries", "off", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["check", "--no-config", "--no-cache", str(path)]) == 1
+    assert "public API" in capsys.readouterr().out
