@@ -199,6 +199,7 @@ def report_to_json(report: FileReport) -> dict:
         "errors": [_to_fields(e) for e in report.errors],
         "skipped": report.skipped,
         "dependencies": list(getattr(report, "dependencies", []) or []),
+        "compiled": list(getattr(report, "compiled", []) or []),
     }
 
 
@@ -209,6 +210,7 @@ def report_from_json(path: str, data: dict) -> FileReport:
     report.skipped = bool(data["skipped"])
     if hasattr(report, "dependencies"):
         report.dependencies = list(data["dependencies"])
+    report.compiled = [list(item) for item in data.get("compiled", [])]
     return report
 
 

@@ -48,6 +48,9 @@ class FileReport:
     errors: list[FileError] = field(default_factory=list)
     skipped: bool = False  # pre-filtered: no torch code
     dependencies: list[str] = field(default_factory=list)  # other files its findings depend on
+    # [real path, qualname] of the functions this file's compiled entries reach (not its public
+    # API ones): another file's analysis of them as public API defers to that (RunResult.findings).
+    compiled: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -127,6 +130,7 @@ class Analyzer:
             report.findings = self._to_findings(candidates, index, nodes.pairs if nodes is not None else None,
                                                 analysis)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
+            report.compiled = analysis.compiled_functions()
             if self.installed_errors:
                 report.errors.extend(self.installed_errors)
                 self.installed_errors = []
@@ -687,6 +691,27 @@ class FileAnalysis(EntryPoints, CallResolver):
     # (transformers: every model's `self.loss_function` reaches the same ~25 loss functions).
     # Their settled results are kept per (function, argument kinds) and reused; they cannot
     # depend on the calling file: nothing in another file resolves calls into this one.
+    def compiled_functions(self) -> list[list[str]]:
+        """[real path, qualname] of each walked function that an entry other than a public API
+        one reaches (tcl/api_entries.py), in this file or another."""
+        callees: dict[int, list[int]] = defaultdict(list)
+        for callee, callers in self.callers.items():
+            for caller in callers:
+                callees[caller].append(callee)
+        stack = [key for key in self.entries if key not in self.api_entries]
+        seen: set[int] = set()
+        while stack:
+            key = stack.pop()
+            if key not in seen:
+                seen.add(key)
+                stack.extend(callees.get(key, ()))
+        out = set()
+        for key in seen:
+            function = self.functions.get(key)
+            if function is not None and function.index is not None and function.index.path:
+                out.add((os.path.realpath(function.index.path), function.qualname))
+        return [list(item) for item in sorted(out)]
+
     def _computes_tensors(self, key: int) -> bool:
         """A public API entry counts when it returns tensor data, alone or in a tuple: takes
         tensors and gives tensors, as what users compile does."""

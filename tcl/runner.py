@@ -36,8 +36,14 @@ class RunResult:
     def findings(self):
         """Every finding once: a helper reached from two files is reported by both analyses."""
         merged: dict[tuple, object] = {}
+        # Functions some file's compiled entries reach: what they pass there decides, and the
+        # public API reading of the same function (its own file's analysis) is not reported.
+        compiled = {tuple(item) for report in self.reports for item in getattr(report, "compiled", ())}
         for report in self.reports:
             for finding in report.findings:
+                if compiled and finding.reached_from and all(is_api_reach(r) for r in finding.reached_from) \
+                        and (os.path.realpath(finding.path), finding.function) in compiled:
+                    continue
                 key = (finding.path, finding.line, finding.col, finding.code, finding.library)
                 if key in merged:
                     merged[key] = _merge(merged[key], finding)

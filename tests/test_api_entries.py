@@ -157,3 +157,29 @@ def test_command_line_option(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check", "--no-config", "--no-cache", str(path)]) == 1
     assert "public API" in capsys.readouterr().out
+
+
+def test_what_compiled_callers_pass_decides_over_the_public_api_reading(tmp_path):
+    """normalize is public API in its own file, where `check` may be anything; the forward of
+    another file calls it with the default check=False, so the branch never runs compiled."""
+    norms = write(tmp_path / "pkg", "norms.py", """
+        import torch
+
+        def normalize(x, check=False):
+            if check and torch.isnan(x).any():
+                raise ValueError("NaN")
+            return torch.tanh(x)
+    """)
+    model = write(tmp_path / "pkg", "model.py", """
+        from torch import nn
+        from .norms import normalize
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return normalize(x)
+    """)
+    write(tmp_path / "pkg", "__init__.py", "")
+    alone, _ = check([norms])
+    assert lines(alone) == [("TCL201", 5)] and alone[0].reached_from == ("public API",)
+    findings, errors = check([norms, model])
+    assert not errors and findings == []
