@@ -29,7 +29,6 @@ import libcst as cst
 
 from .dataflow import Kind, is_tensor
 from .evidence import EVIDENCE_KINDS
-from .evidence import TENSOR as TENSOR_EVIDENCE
 from .config import API_MODES as MODES  # noqa: F401  (re-exported for the CLI)
 from .module_index import FunctionInfo, ModuleIndex
 from . import torch_facts
@@ -104,8 +103,8 @@ def api_param_kinds(function: FunctionInfo) -> dict[str, Kind] | None:
     """The parameters of a public function taken as an entry: a tensor where the annotation or
     the body says so, what the signature says otherwise, unknown by default. None when no
     parameter is surely a tensor (the function is not an entry): an annotation, or a use that
-    a numpy array would not survive (`torch_only_evidence`). `x.shape`, `x.sum()` and `x @ w`
-    fit an array as well, and count only beside such a parameter."""
+    a numpy array, a module or a path would not survive (`torch_only_evidence`). `x.shape`,
+    `x.sum()`, `x.to(...)` and `x @ w` fit those as well: such a parameter stays unknown."""
     params = function.node.params
     positional = list(params.posonly_params) + list(params.params)
     evidence = body_evidence(function)
@@ -119,7 +118,7 @@ def api_param_kinds(function: FunctionInfo) -> dict[str, Kind] | None:
         what = evidence.get(name)
         if kind == Kind.TENSOR:
             sure.add(name)
-        elif (what == TENSOR_EVIDENCE or name in sure) and kind != Kind.META:
+        elif name in sure and kind != Kind.META:
             kind = Kind.TENSOR
         elif what in EVIDENCE_KINDS and kind == Kind.UNKNOWN:
             kind = EVIDENCE_KINDS[what]
