@@ -25,6 +25,14 @@ def source_text(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def short_source(node: cst.CSTNode, limit: int = 40) -> str:
+    """`source_text` on one line, cut at `limit` characters: a message's first line stays short
+    even when the expression spans a dozen lines."""
+    text = " ".join(source_text(node).split())
+    text = text.replace("( ", "(").replace("[ ", "[").replace(" )", ")").replace(" ]", "]")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []

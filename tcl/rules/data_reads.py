@@ -23,7 +23,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import torch_facts
-from ..names import source_text
+from ..names import short_source
 from ..dataflow import Kind, is_tensor
 from ..sizes import fixed_tensor
 from .base import DEFAULT_MODE, Example, Rule
@@ -247,4 +247,4 @@ def fn(x):
                     return
 
     def _report(self, node: cst.CSTNode, value: cst.BaseExpression, use: str, what: str, ctx) -> None:
-        ctx.report(self, node, self.message.format(expr=source_text(value), use=use, what=what))
+        ctx.report(self, node, self.message.format(expr=short_source(value), use=use, what=what))
