@@ -83,9 +83,13 @@ def _has_main_guard(module: cst.Module) -> bool:
 
 
 def public_functions(index: ModuleIndex):
-    """Public top-level functions and public methods of public classes, in source order."""
+    """Public top-level functions and public methods of public classes, in source order. A
+    top-level function whose first parameter is `self` is a method some class gets at run time
+    (transformers' `grouped_mm_experts_forward(self, ...)`): what its `self` holds is unknown,
+    so it is left out."""
     for function in index.functions.values():
-        if _is_public(function.name):
+        params = list(function.node.params.posonly_params) + list(function.node.params.params)
+        if _is_public(function.name) and not (params and params[0].name.value == SELF):
             yield function
     for cls in index.classes.values():
         if cls.name.startswith("_"):

@@ -183,3 +183,16 @@ def test_what_compiled_callers_pass_decides_over_the_public_api_reading(tmp_path
     assert lines(alone) == [("TCL201", 5)] and alone[0].reached_from == ("public API",)
     findings, errors = check([norms, model])
     assert not errors and findings == []
+
+
+def test_a_function_written_as_a_method_is_not_public_api(tmp_path):
+    """`def experts_forward(self, x)` at module level is attached to a class at run time: its
+    `self.has_bias` is no tensor data tcl can judge."""
+    path = write(tmp_path / "pkg", "moe.py", """
+        import torch
+
+        def experts_forward(self, x):
+            bias = self.bias[x.argmax(-1)] if self.has_bias else None
+            return torch.relu(x), bias
+    """)
+    assert check([path]) == ([], [])
