@@ -191,7 +191,7 @@ def test_a_function_written_as_a_method_is_not_public_api(tmp_path):
     path = write(tmp_path / "pkg", "moe.py", """
         import torch
 
-        def experts_forward(self, x):
+        def experts_forward(self: torch.nn.Module, x: torch.Tensor):
             bias = self.bias[x.argmax(-1)] if self.has_bias else None
             return torch.relu(x), bias
     """)
