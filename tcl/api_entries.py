@@ -4,21 +4,28 @@ Functional libraries (ODE solvers, losses, metrics, filters, flows) hand their u
 methods, not only `nn.Module.forward`s: `torch.compile(lambda y: odeint(f, y, t))`, a compiled
 training step that calls `ssim(x, y)` or `flow.log_prob(x)`. Checked alone, such a package has no
 entry point and tcl said nothing about it. Here a public function or method of a checked library
-file that takes tensor data and that none of the file's own entries reaches is an entry of its
-own, walked after those (so code they reach keeps what its callers pass):
+file that takes and returns tensor data, and that none of the file's own entries reaches, is an
+entry of its own, walked after those (so code they reach keeps what its callers pass):
 
 * public: its name, and its class's, do not start with `_` (`__call__` counts); not a property,
-  not `__init__`, not disabled for the compiler;
-* takes tensor data: a parameter annotated a tensor or used as one in the body (tcl/evidence.py:
-  `x.shape`, `x @ w`, `x.masked_fill(...)`). Its other parameters hold what the signature says,
-  unknown otherwise: nothing is *assumed* a tensor here, since nobody said this function is
-  compiled;
+  not `__init__` and the like, not disabled for the compiler; not a module-level function
+  written as a method (`def f(self, ...)`, attached to some class at run time);
+* takes tensor data, surely: a parameter annotated a tensor, used through an attribute only
+  torch.Tensor has, or passed first to a torch function whose first parameter is a tensor (both
+  generated from torch: `shared_attributes`, `tensor_input_calls`). `x.shape`, `x.sum()`,
+  `x.to()` fit a numpy array, a module or a path too. Its other parameters hold what the
+  signature and the body say, unknown otherwise: nothing is *assumed* a tensor, since nobody said
+  this function is compiled;
+* returns tensor data, as its walk finds (FileAnalysis._computes_tensors): a function that
+  writes a file, runs a training loop or filters a dataset is a utility, and its findings go;
 * in library code: not a script (no top-level `if __name__ == "__main__":`), not a test, example,
   benchmark, doc or script file (by path: `tests/`, `test_*.py`, `conftest.py`, `setup.py`, ...).
 
-`api-entries` in `[tool.tcl]` / `--api-entries`: `auto` (the default; the rules above), `off`
-(only forwards, optimizer steps, compiled and declared entries, as before), `on` (scripts and
-test files too). Findings these entries reach say so: `reached from odeint (public API)`.
+A function that another checked file's compiled entries reach is reported from there only
+(runner.RunResult.findings). `api-entries` in `[tool.tcl]` / `--api-entries`: `auto` (the
+default; the rules above), `off` (only forwards, optimizer steps, compiled and declared entries,
+as before), `on` (scripts and test files too). Findings these entries reach say so: `reached
+from odeint (public API)`.
 """
 
 from __future__ import annotations
@@ -27,14 +34,12 @@ import os
 
 import libcst as cst
 
-from .dataflow import Kind, is_tensor
-from .evidence import EVIDENCE_KINDS
-from .config import API_MODES as MODES  # noqa: F401  (re-exported for the CLI)
-from .module_index import FunctionInfo, ModuleIndex
 from . import torch_facts
-from .evidence import _children
-from .params import _param_kind, all_params, body_evidence
+from .dataflow import Kind, is_tensor
+from .evidence import EVIDENCE_KINDS, _children
 from .kinds import SELF
+from .module_index import FunctionInfo, ModuleIndex
+from .params import _param_kind, all_params, body_evidence
 
 API_MARK = " (public API)"
 PUBLIC_API = "public API"  # reached_from of an API entry's own findings (Finding.context)
@@ -66,7 +71,17 @@ def applies(index: ModuleIndex, mode: str) -> bool:
 
 
 def is_library_file(path: str) -> bool:
-    parts = os.path.normpath(path).split(os.sep)
+    """Not a test, example, script, ... by its name or a folder on its way from the directory tcl
+    runs in (or from site-packages): `/home/me/tools/proj/lib.py` checked from `proj` is library code."""
+    full = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(full)
+    except ValueError:  # another drive
+        relative = os.pardir + os.sep
+    if relative.startswith(os.pardir + os.sep):
+        marker = next((m for m in ("site-packages", "dist-packages") if m in full.split(os.sep)), None)
+        relative = full.split(os.sep + marker + os.sep, 1)[-1] if marker else full
+    parts = os.path.normpath(relative).split(os.sep)
     name = parts[-1]
     if name in NOT_LIBRARY_FILES or name.startswith("test_") or name.endswith("_test.py"):
         return False

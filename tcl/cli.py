@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from . import __version__, torch_version
-from .config import MODES, Config, ConfigError, check_codes, find_pyproject, load, parse_assumption, validate
+from .config import API_MODES, MODES, Config, ConfigError, check_codes, find_pyproject, load, parse_assumption, validate
 from .report import write_github, write_json, write_sarif, write_text
 from .rules import ALL_RULES, BY_CODE
 from .verify import add_verify_parser, cmd_verify
@@ -111,7 +111,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         "graph is not reported (repeatable; a file's own `torch._dynamo.config.X = True` counts too)")
     parser.add_argument("--show-hidden", action="store_true",
                         help="also report the breaks an earlier break hides (Dynamo already runs their frame eagerly)")
-    parser.add_argument("--api-entries", choices=("auto", "on", "off"),
+    parser.add_argument("--api-entries", choices=API_MODES,
                         help="also take a library's public functions that take tensor data as compiled entries: "
                         "auto (default: library files, not scripts or tests), on, off")
     parser.add_argument("--config", help="pyproject.toml to read [tool.tcl] from")

@@ -196,3 +196,17 @@ def test_a_function_written_as_a_method_is_not_public_api(tmp_path):
             return torch.relu(x), bias
     """)
     assert check([path]) == ([], [])
+
+
+def test_folders_above_the_checked_tree_do_not_make_it_a_test(tmp_path, monkeypatch):
+    """Only the folders below where tcl runs say test/example: a project kept in ~/tools/ or
+    ~/tests/ is library code."""
+    from tcl.api_entries import is_library_file
+
+    project = tmp_path / "tests" / "proj"
+    path = write(project / "mylib", "solver.py", SOLVER)
+    monkeypatch.chdir(project)
+    assert is_library_file("mylib/solver.py") and is_library_file(str(path))
+    assert not is_library_file("tests/test_solver.py") and not is_library_file("examples/demo.py")
+    assert is_library_file("/venv/lib/python3.11/site-packages/pkg/ode.py")
+    assert not is_library_file("/venv/lib/python3.11/site-packages/pkg/tests/helpers.py")
