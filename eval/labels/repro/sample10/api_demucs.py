@@ -1,6 +1,8 @@
 # public-API findings (engine 702ca85): demucs apply_model / _replace_dict, spec.ispectro, svd.power_iteration
 import torch, torch.nn as nn
-from api_util import breaks
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sample11"))
+from util import breaks  # noqa: E402  (sample11's util.py: compiles and records breaks)
 from demucs.apply import apply_model, BagOfModels, _replace_dict
 from demucs.spec import ispectro, spectro
 from demucs.svd import power_iteration

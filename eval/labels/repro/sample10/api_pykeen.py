@@ -3,7 +3,9 @@
 import torch, sys, numpy as np, pandas as pd, warnings, logging
 warnings.filterwarnings("ignore")
 logging.getLogger("pykeen").setLevel(logging.ERROR)
-from api_util import breaks, stub
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sample11"))
+from util import breaks, stub  # noqa: E402  (sample11's util.py: compiles and records breaks)
 stub("torchvision", "transformers")  # broken torchvision build in this venv; neither is used by the code exercised
 torch.manual_seed(0)
 from pykeen.triples import TriplesFactory

@@ -1,7 +1,9 @@
 # public-API finding (engine 702ca85): pykeen.models.baseline.utils.marginal_score with both marginals (line 76)
 import torch, numpy as np, scipy.sparse as sps, warnings, logging
 warnings.filterwarnings("ignore")
-from api_util import breaks, stub
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sample11"))
+from util import breaks, stub  # noqa: E402  (sample11's util.py: compiles and records breaks)
 stub("torchvision", "transformers")  # broken torchvision build in this venv; neither is used here
 from pykeen.models.baseline.utils import marginal_score
 torch.manual_seed(0)

@@ -1,7 +1,8 @@
 # public-API findings (engine 702ca85): torchkbnufft toeplitz helpers, build_numpy_spmatrix, fft_fn
-# api_util.py is a copy of eval/labels/repro/sample11/util.py
 import torch, math, numpy as np
-from api_util import breaks
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sample11"))
+from util import breaks  # noqa: E402  (sample11's util.py: compiles and records breaks)
 import torchkbnufft as tkbn
 from torchkbnufft._nufft import toep
 from torchkbnufft._nufft.utils import build_numpy_spmatrix, validate_args
