@@ -16,6 +16,7 @@ from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancest
 from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
 from .branches import exits_under_compile, names_bound_in, not_tensors_when, target_names
 from .kinds import SELF, KindEvaluator, string_key
+from .module_constants import function_locals, module_constants
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
@@ -204,6 +205,7 @@ class FunctionWalker(cst.CSTVisitor):
         self.version = version
         self.env: dict[str, Kind] = dict(param_kinds)
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
+        self._module_constants: dict | None = None  # computed on the first undecided test
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
         self.element_origins: dict[str, cst.BaseExpression] = {}  # loop variable -> what it runs over
@@ -564,7 +566,19 @@ class FunctionWalker(cst.CSTVisitor):
             truth = decided_by(test, self.guard_facts())
         if truth is None and self.constants:
             truth = constant_truth(test, {k: v for k, v in self.constants.items() if k not in self.assigned})
+        if truth is None:
+            truth = constant_truth(test, self.module_constants())
         return truth
+
+    def module_constants(self) -> dict:
+        """The module's literal flags this function does not shadow (tcl/module_constants.py)."""
+        if self._module_constants is None:
+            found = module_constants(self.index)
+            if found:
+                shadowed = function_locals(self.function)
+                found = {k: v for k, v in found.items() if k not in shadowed}
+            self._module_constants = found
+        return self._module_constants
 
     def guard_facts(self) -> dict:
         """The guard facts that hold here: callers' and enclosing `if`s', minus what was assigned."""
