@@ -632,7 +632,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             for wrapper, wrapped in self.decorator_wrappers(entry):
                 # Named after the decorated entry: findings read "reached from Model.forward".
                 self.functions[id(wrapper)] = wrapper
-                self.entries[id(wrapper)] = entry.qualname
+                named = self.entries.get(id(wrapper))  # one wrapper of a decorator serves every entry it decorates
+                self.entries[id(wrapper)] = f"{named}, {entry.qualname}" if named else entry.qualname
                 self.param_kinds[id(wrapper)] = wrapper_param_kinds(wrapper, wrapped, is_method=entry.owner is not None)
                 queue.append(wrapper)
         reached = self.analyzer.reached_entries  # filled by `tcl fix` only
@@ -931,7 +932,7 @@ class FileAnalysis(EntryPoints, CallResolver):
                 if current in seen:
                     continue
                 seen.add(current)
-                reach[current].add(name)
+                reach[current].update(name.split(", "))  # a wrapper's or reached entry's several names
                 stack.extend(callees.get(current, ()))
         output = []
         for key, result in self.results.items():

@@ -193,6 +193,11 @@ def _calls_name(function: cst.FunctionDef, name: str) -> bool:
     found = []
 
     class Calls(cst.CSTVisitor):
+        # A call inside a nested def belongs to that def: `capture_outputs(func=None)` returns
+        # `wrapped_fn(func)`, whose nested `wrapper` is the one that calls func.
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
         def visit_Call(self, node: cst.Call) -> None:
             if isinstance(node.func, cst.Name) and node.func.value == name:
                 found.append(node)

@@ -476,6 +476,42 @@ def test_decorator_wrappers_around_forward_are_traced():
     assert all("(in log_calls.<locals>.wrapper, reached from M.forward)" in finding_text(f) for f in found)
 
 
+def test_a_decorator_usable_bare_or_with_options_traces_its_inner_wrapper():
+    """transformers' `capture_outputs(func=None, *, tie_last_hidden_states=True)` returns
+    `wrapped_fn(func)` when bare and `wrapped_fn` with options; either way Dynamo traces
+    `wrapper`, the def inside `wrapped_fn` that calls func. One wrapper serves both forwards."""
+    source = textwrap.dedent('''
+        from functools import wraps
+        import torch
+        from torch import nn
+
+        def capture(func=None, *, tie=True):
+            def wrapped_fn(func):
+                @wraps(func)
+                def wrapper(self, *args, **kwargs):
+                    print("capturing")
+                    return func(self, *args, **kwargs)
+                return wrapper
+            if func is not None:
+                return wrapped_fn(func)
+            return wrapped_fn
+
+        class Bare(nn.Module):
+            @capture
+            def forward(self, x):
+                return x + 1
+
+        class WithOptions(nn.Module):
+            @capture(tie=False)
+            def forward(self, x):
+                return x + 1
+    ''')
+    found = Analyzer(Config()).check_source(source, "model.py").findings
+    assert [(f.line, f.code) for f in found] == [(10, "TCL101")]
+    assert found[0].function == "capture.<locals>.wrapper"
+    assert found[0].reached_from == ("Bare.forward", "WithOptions.forward")
+
+
 def test_tuple_return_next_to_an_output_object_keeps_element_kinds():
     """`return (codes, scales, pad) if not return_dict else Output(codes, scales, pad)`."""
     assert findings('''
