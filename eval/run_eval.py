@@ -191,18 +191,21 @@ def _resumable(expr):
 # tcl
 
 
-def run_tcl(files, assume=None, user_side=None, roots=()):
+def run_tcl(files, assume=None, user_side=None, roots=(), follow_imports=False):
     """tcl over `files`. `user_side` (a list of tcl.entries.EntrySpec): the files are the users'
     code, checked from those entries with --follow-imports; a finding then counts at its
     library location (what the runtime reports), and findings in the user code itself are not
-    scored (the worker records library frames only)."""
+    scored (the worker records library frames only). `follow_imports` on the library side
+    (--reach library-imports): the libraries' own files checked whole with --follow-imports; a
+    break inside another installed package counts at the library line that calls it, where both
+    the runtime (its last frame in the library) and tcl report it."""
     import dataclasses
 
     from tcl.config import Config
     from tcl.runner import run
 
     started = time.time()
-    config = Config(assume=dict(assume or {}))
+    config = Config(assume=dict(assume or {}), follow_imports=follow_imports)
     if user_side is not None:
         config.entries, config.follow_imports = list(user_side), True
     result = run(sorted(files), config)
@@ -247,7 +250,7 @@ def rule_info():
     return out
 
 
-def tcl_reached(paths, all_files, user_side=None):
+def tcl_reached(paths, all_files, user_side=None, follow_imports=False):
     """path -> qualnames of the functions tcl's engine walks when it checks ``paths``.
 
     Analysing a file can walk helpers of other checked files too, so the sets are keyed by the
@@ -259,7 +262,7 @@ def tcl_reached(paths, all_files, user_side=None):
         from tcl.engine import Analyzer
         from tcl.files import package_of
 
-        config = Config()
+        config = Config(follow_imports=follow_imports)
         if user_side is not None:  # the users' files, from their entries, into the libraries
             config.entries, config.follow_imports = list(user_side[1]), True
             paths, all_files = user_side[0], user_side[0]
@@ -304,9 +307,10 @@ def covers(finding, line, offsets):
     return finding.line <= line <= finding.end_line + offsets.get(finding.code, 0)
 
 
-def evaluate(results, names, assume="model", user_side=None):
+def evaluate(results, names, assume="model", user_side=None, follow_imports=False):
     """Score `names`. `user_side`: (the users' files, their entries): tcl checks only those,
-    from those entries, with --follow-imports (run_eval --reach user)."""
+    from those entries, with --follow-imports (run_eval --reach user). `follow_imports`: the
+    library side with --follow-imports (run_eval --reach library-imports)."""
     roots = sorted({r for data in results.values() for r in data.get("roots", {}).values()})
     gb_classes = _load(os.path.join(HERE, "gb_classes.json"))["entries"]
     rules = rule_info()
@@ -366,7 +370,7 @@ def evaluate(results, names, assume="model", user_side=None):
         if user_side is not None:
             found, mode_skipped, mode_errors, seconds = run_tcl(user_side[0], settings, user_side[1], roots)
         else:
-            found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings)
+            found, mode_skipped, mode_errors, seconds = run_tcl(mode_files, settings, follow_imports=follow_imports)
         skipped |= mode_skipped
         errors.update(mode_errors)
         tcl_seconds += seconds
@@ -412,7 +416,7 @@ def evaluate(results, names, assume="model", user_side=None):
     involved = {p for s in missed for p in [s["path"]] + [fr[0] for st in s["stacks"] for fr in st]}
     # The scan covers what tcl checked (whole corpus packages too), so that a base class in a
     # file no model executed still makes its subclasses modules here as it did in the check.
-    reach = tcl_reached(involved & files, files | whole, user_side) if missed else {}
+    reach = tcl_reached(involved & files, files | whole, user_side, follow_imports) if missed else {}
     for site in missed:
         site["miss_reason"], site["miss_category"] = explain_miss(
             site, findings, skipped, errors, shape, reach, rule_gbs, gb_classes, roots)
@@ -791,8 +795,9 @@ def main(argv=None):
         "a third held-back part, only to measure), or all (each split scored apart)",
     )
     parser.add_argument(
-        "--reach", choices=("library", "user"), default="library",
+        "--reach", choices=("library", "library-imports", "user"), default="library",
         help="library (default): check the libraries' files, their own entries (forwards, ...); "
+        "library-imports: the same with --follow-imports (calls into other installed packages); "
         "user: check only the corpus builder files (the users' code) from the entries each model "
         "compiles (eval/entries_of.py, as pytest --tcl-record records them) with --follow-imports",
     )
@@ -828,7 +833,7 @@ def main(argv=None):
         part = [n for n in names if SPLIT[n] == split]
         user_side = (user_entries(part, results_dir, args.reuse, args.entries_python)
                      if args.reach == "user" else None)
-        summary = evaluate(results, part, args.assume, user_side)
+        summary = evaluate(results, part, args.assume, user_side, follow_imports=args.reach == "library-imports")
         summary["reach"] = args.reach
         summary["split"] = split
         summary["assume"] = args.assume
