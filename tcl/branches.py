@@ -43,6 +43,40 @@ def not_tensors_when(test: cst.BaseExpression, outcome: bool, index: ModuleIndex
     return frozenset()
 
 
+def none_when(test: cst.BaseExpression, outcome: bool,
+              truth: Callable[[cst.BaseExpression], bool | None]) -> frozenset[str]:
+    """The names a test proves are None when it evaluates to `outcome` (`x is None` true,
+    `x is not None` false, through `not`, `and`, `or`), with `truth` deciding the operands
+    that are decided under compile: after `if mask is not None and is_tracing(mask): return`,
+    `is_tracing` is True while compiling, so the rest of the block runs only with `mask` None
+    (transformers' masking_utils), and Dynamo never reads the mask's data there."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return none_when(test.expression, not outcome, truth)
+    if isinstance(test, cst.BooleanOperation):
+        is_and = isinstance(test.operator, cst.And)
+        if is_and == outcome:  # a true `and`, a false `or`: both operands have the outcome
+            return none_when(test.left, outcome, truth) | none_when(test.right, outcome, truth)
+        # a false `and` / a true `or`: the other operand has the outcome when one is decided
+        # to the opposite (True in a false `and`, False in a true `or`)
+        if truth(test.left) is is_and:
+            return none_when(test.right, outcome, truth)
+        if truth(test.right) is is_and:
+            return none_when(test.left, outcome, truth)
+        return frozenset()
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == "None"):
+        op = test.comparisons[0].operator
+        if (isinstance(op, cst.Is) and outcome) or (isinstance(op, cst.IsNot) and not outcome):
+            return frozenset({test.left.value})
+    return frozenset()
+
+
+def exits_if_true(node: cst.If) -> bool:
+    """`if test: ... return/raise` without `else`: after it, the test was false."""
+    return node.orelse is None and _always_exits(node.body)
+
+
 class _BoundNames(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()

@@ -14,7 +14,7 @@ from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
-from .branches import exits_under_compile, names_bound_in, not_tensors_when, target_names
+from .branches import exits_if_true, exits_under_compile, names_bound_in, none_when, not_tensors_when, target_names
 from .kinds import SELF, KindEvaluator, string_key
 from .module_constants import function_locals, module_constants
 from .module_index import FunctionInfo, ModuleIndex
@@ -517,11 +517,33 @@ class FunctionWalker(cst.CSTVisitor):
 
     # Skip what Dynamo never traces under compile.
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
-        for stmt in node.body:
+        narrowed: dict[str, tuple[Kind | None, int]] = {}  # name -> (kind before, statement index)
+        for position, stmt in enumerate(node.body):
             self.walk(stmt)
+            if not isinstance(stmt, cst.If):
+                continue
             # `if torch.compiler.is_compiling(): return`: the rest of the block is never traced
-            if isinstance(stmt, cst.If) and exits_under_compile(stmt, self.truth):
+            if exits_under_compile(stmt, self.truth):
                 break
+            # `if mask is not None and is_tracing(mask): return`: the rest runs with mask None
+            if exits_if_true(stmt) and self.truth(stmt.test) is None:
+                names = none_when(stmt.test, False, self.truth) | not_tensors_when(stmt.test, False, self.index)
+                for name in names:
+                    narrowed.setdefault(name, (self.env.get(name), position))
+                    self.env[name] = Kind.META
+                if names:
+                    self.kind.forget()
+        # Other paths join after the enclosing statement: the names get back what they held,
+        # unless the rest of the block assigned them.
+        for name, (kind, position) in narrowed.items():
+            rest = node.body[position + 1:]
+            if self.env.get(name) == Kind.META and not any(name in names_bound_in(s) for s in rest):
+                if kind is None:
+                    self.env.pop(name, None)
+                else:
+                    self.env[name] = kind
+        if narrowed:
+            self.kind.forget()
         return False
 
     def visit_If(self, node: cst.If) -> bool:
