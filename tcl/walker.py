@@ -4,6 +4,7 @@ hands every node to the rules that asked for its type.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -271,8 +272,47 @@ class FunctionWalker(cst.CSTVisitor):
             if left is not None:
                 stops = left is False if isinstance(test.operator, cst.And) else left is True
                 return False if stops else self.data_dependent(test.right)
-            return self.data_dependent(test.left) or self.data_dependent(test.right)
+            if self.data_dependent(test.left):
+                return True
+            with self._narrowed(self._right_operand_narrowing(test)):
+                return self.data_dependent(test.right)
         return is_tensor(self.kind(test))
+
+    def _right_operand_narrowing(self, node: cst.BooleanOperation) -> frozenset[str]:
+        """What the left operand proves where Python goes on to the right one (true for `and`,
+        false for `or`): `not torch.is_tensor(losses) and losses == 0` compares a number,
+        `(x is None or ...)` after `not (... or (x is not None and is_tracing(x)))` a None."""
+        goes_on = isinstance(node.operator, cst.And)
+        return (none_when(node.left, goes_on, self.truth)
+                | not_tensors_when(node.left, goes_on, self.index))
+
+    @contextlib.contextmanager
+    def _narrowed(self, names: frozenset[str]):
+        """The names hold no tensor data while the block runs, then what they held before."""
+        if not names:
+            yield
+            return
+        before = {name: self.env.get(name) for name in names}
+        for name in names:
+            self.env[name] = Kind.META
+        self.kind.forget()
+        try:
+            yield
+        finally:
+            for name, kind in before.items():
+                if self.env.get(name) == Kind.META:
+                    if kind is None:
+                        self.env.pop(name, None)
+                    else:
+                        self.env[name] = kind
+            self.kind.forget()
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> bool:
+        # The right operand runs only where the left one let Python go on: its narrowing holds.
+        self.walk(node.left)
+        with self._narrowed(self._right_operand_narrowing(node)):
+            self.walk(node.right)
+        return False
 
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None,
                resumes: bool | None = None, guards: cst.BaseExpression | None = None) -> None:

@@ -1,5 +1,7 @@
 """After `if <test>: return`, the rest of the block runs with the test false (tcl/branches.py
-none_when, the walker's visit_IndentedBlock): what that proves None is no tensor data there."""
+none_when, the walker's visit_IndentedBlock), and the right operand of `and`/`or` runs only where
+the left one let Python go on (visit_BooleanOperation, data_dependent): what that proves None or
+not a tensor holds no tensor data there."""
 
 from __future__ import annotations
 
@@ -50,6 +52,25 @@ SOURCE = textwrap.dedent('''
         return x
 
 
+    def zero_loss_check(losses, x):
+        # pytorch-metric-learning's BaseReducer: the comparison runs only on a Python number
+        if (not torch.is_tensor(losses)) and (losses == 0):
+            return x * 0
+        return x + losses
+
+
+    def skip_bidirectional(padding_mask, kv_length: int):
+        # transformers' _ignore_bidirectional_mask_sdpa: the mask's values are read only when
+        # not tracing or when it is None
+        if (
+            not (padding_mask is not None and is_tracing(padding_mask))
+            and (padding_mask is None or padding_mask.all())
+            and kv_length > 0
+        ):
+            return True
+        return False
+
+
     def not_a_tensor_after_the_return(x, scale):
         if isinstance(scale, torch.Tensor):
             return x * scale
@@ -60,7 +81,8 @@ SOURCE = textwrap.dedent('''
 
 
 def _findings(source):
-    names = ["ignore_causal_mask", "reads_the_mask", "other_paths_join", "not_a_tensor_after_the_return"]
+    names = ["ignore_causal_mask", "reads_the_mask", "other_paths_join", "not_a_tensor_after_the_return",
+             "zero_loss_check", "skip_bidirectional"]
     config = Config(entries=[parse(f"model:{name}", "test") for name in names], api_entries="off")
     return Analyzer(config).check_source(source, "model.py").findings
 
@@ -82,6 +104,8 @@ def test_the_compiler_agrees():
         "reads_the_mask": (f"({mask}, 3)", {"fast_all(padding_mask)"}),
         "other_paths_join": (f"(torch.ones(3), {mask}, False)", {"padding_mask.sum() > 0"}),
         "not_a_tensor_after_the_return": ("(torch.ones(3), 2.0)", set()),
+        "zero_loss_check": ("(torch.ones(3), torch.ones(3))", set()),
+        "skip_bidirectional": (f"({mask}, 3)", set()),
     }
     for entry, (args, breaking) in cases.items():
         result = probe_source(SOURCE, entry, args)
