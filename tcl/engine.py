@@ -32,7 +32,7 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
-from .params import (constant_params, crossed_params, entry_param_kinds, helper_param_kinds, sized_params,
+from .params import (constant_params, crossed_params, entry_param_kinds, fixed_params, helper_param_kinds, sized_params,
                      tuple_params)
 from .walker import Candidate, FunctionResult, FunctionWalker
 
@@ -606,6 +606,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         )
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.sized: dict[int, dict] = {}  # parameters every caller fills with a size (tcl/sizes.py)
+        self.fixed: dict[int, frozenset] = {}  # tensor parameters of sizes every caller's module fixes
         self.facts: dict[int, frozenset] = {}  # guard facts every caller agrees on (tcl/guard_facts.py)
         self.constants: dict[int, dict] = {}  # parameters every caller gives one literal (tcl/params.py)
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
@@ -728,6 +729,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             self.crossed.get(key, frozenset()),
             frozenset(self.tuples.get(key, {}).items()),
             frozenset(self.sized.get(key, {}).items()),
+            self.fixed.get(key, frozenset()),
             self.facts.get(key, frozenset()),
             frozenset((k, type(v), v) for k, v in self.constants.get(key, {}).items()),
         )
@@ -779,7 +781,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             key = id(function)
             inputs = (dict(self.param_kinds[key]), self.crossed.get(key, frozenset()),
                       dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers,
-                      dict(self.sized.get(key) or {}), self.facts.get(key, frozenset()),
+                      dict(self.sized.get(key) or {}), self.fixed.get(key, frozenset()),
+                      self.facts.get(key, frozenset()),
                       dict(self.constants.get(key) or {}))
             facts = memo.facts(self.index)
             kept = memo.find_walk(function, inputs, facts, lambda question, arg: questions[question](arg))
@@ -807,6 +810,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             crossed=frozenset() if summary else self.crossed.get(id(function), frozenset()),
             tuples=None if summary else self.tuples.get(id(function)),
             sized=None if summary else self.sized.get(id(function)),
+            fixed=frozenset() if summary else self.fixed.get(id(function), frozenset()),
             facts=None if summary else dict(self.facts.get(id(function), ())),
             constants=None if summary else self.constants.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
@@ -885,6 +889,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             crossed = crossed_params(callee, all_sites)
             tuples = tuple_params(callee, all_sites)
             sized = sized_params(callee, all_sites)
+            fixed = frozenset() if callee_key in self.entries else fixed_params(callee, all_sites)
             # An entry is also called from outside, where no caller's test holds.
             facts = frozenset() if callee_key in self.entries else agreed([site.facts for site in all_sites])
             constants = {} if callee_key in self.entries else constant_params(callee, all_sites)
@@ -903,12 +908,14 @@ class FileAnalysis(EntryPoints, CallResolver):
                     or crossed != self.crossed.get(callee_key, frozenset())
                     or tuples != self.tuples.get(callee_key, {})
                     or sized != self.sized.get(callee_key, {})
+                    or fixed != self.fixed.get(callee_key, frozenset())
                     or facts != self.facts.get(callee_key, frozenset())
                     or constants != self.constants.get(callee_key, {})):
                 self.param_kinds[callee_key] = kinds
                 self.crossed[callee_key] = crossed
                 self.tuples[callee_key] = tuples
                 self.sized[callee_key] = sized
+                self.fixed[callee_key] = fixed
                 self.facts[callee_key] = facts
                 self.constants[callee_key] = constants
                 changed.append(callee)

@@ -5,7 +5,7 @@ the body says otherwise (`entry_param_kinds`, with tcl/evidence.py's reading of 
 helper they are what its traced callers pass, joined over every call site (`helper_param_kinds`),
 together with the facts call sites carry besides kinds: values live across a graph break
 (`crossed_params`), tuple displays (`tuple_params`), sizes of the inputs (`sized_params`,
-tcl/sizes.py) and literals every site agrees on, passed or by default (`constant_params`). The walker (tcl/walker.py) records the call sites; the engine joins them here.
+tcl/sizes.py), tensors of sizes the caller's module fixes (`fixed_params`) and literals every site agrees on, passed or by default (`constant_params`). The walker (tcl/walker.py) records the call sites; the engine joins them here.
 """
 
 from __future__ import annotations
@@ -231,6 +231,17 @@ def sized_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, boo
             for name, varies in found.items() if name in here
         }
     return found or {}
+
+
+def fixed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset[str]:
+    """Tensor parameters every call site fills with a tensor whose sizes its module fixes
+    (`self.scale_weights`, `torch.tensor([0.5, 0.5])`): their sizes do not change between calls."""
+    positional = _positional_names(function)
+    names = None
+    for site in sites:
+        here = {_named(positional, a) for a in site.fixed}
+        names = here if names is None else names & here
+    return frozenset(n for n in names or () if isinstance(n, str))
 
 
 def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[str, Kind]:

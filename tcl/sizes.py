@@ -10,8 +10,10 @@ evidence in the source:
   `b, n, d = x.shape`, element by element), a parameter every traced caller fills with a size
   (`FunctionWalker.sized`), and their integer arithmetic, `int()`, `math.ceil/floor`, `min/max`
   and `abs`;
-* a size of a tensor a module holds (`self.weight`, a name bound to it) or of a tensor built
-  from constants (`torch.zeros(3, 4)`) is *fixed*: it is not reported;
+* a size of a tensor a module holds (`self.weight`, a name bound to it), of a tensor built
+  from constants (`torch.zeros(3, 4)`), or of a helper's parameter every traced caller fills
+  with such a tensor (`ctx.fixed_params`) is *fixed*: it is not reported; `len()` of a shape is
+  the rank and `len()` of a Python list or tuple counts its elements: neither is a size;
 * it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
   one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);
   a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed; any
@@ -121,23 +123,51 @@ def _cut_by_size(element: cst.SubscriptElement, ctx) -> bool:
     return False
 
 
-def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str | None = None) -> bool:
     """A tensor whose sizes cannot follow the inputs: held by the module, built by a factory
-    from constants, a name bound to one, or a size-keeping method of one (`.to()`, `.float()`)."""
+    from constants, a parameter every traced caller fills with such a tensor
+    (`ctx.fixed_params`), a name bound to one, a size-keeping method of one (`.to()`,
+    `.float()`), or its arithmetic with numbers and full reductions
+    (`weights / weights.sum()`)."""
     if depth > 6:
         return False
     if held_by_module(node, ctx):
         return True
     if isinstance(node, cst.Name):
-        origin = ctx.origins.get(node.value)
-        return origin is not None and fixed_tensor(origin, ctx, depth + 1)
+        name = node.value
+        fixed_param = name in getattr(ctx, "fixed_params", ()) and name in getattr(ctx, "parameters", ())
+        if name == rebinding:
+            # `w = w / w.sum()`: the `w` inside is the binding before, the parameter's here
+            return fixed_param
+        origin = ctx.origins.get(name)
+        if origin is None:
+            return fixed_param and ctx.is_parameter(name)
+        return fixed_tensor(origin, ctx, depth + 1, rebinding=name)
     if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _VIEW_METHODS:
-            return fixed_tensor(func.value, ctx, depth + 1)
+            return fixed_tensor(func.value, ctx, depth + 1, rebinding)
         if ctx.qualname(func) in _FACTORIES:
             return all(_constant(a.value) or _fixed_size(a.value, ctx, depth) for a in node.args if a.keyword is None)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _DIVIDING + (cst.Power,)):
+        operands = (node.left, node.right)
+        return any(not _scalar_operand(o) for o in operands) and all(
+            _scalar_operand(o) or fixed_tensor(o, ctx, depth + 1, rebinding) for o in operands)
     return False
+
+
+_FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "norm", "prod", "std", "var", "amax", "amin"})
+
+
+def _scalar_operand(node: cst.BaseExpression) -> bool:
+    """A number, or a full reduction of a tensor (`w.sum()`, 0-d): it broadcasts without adding
+    or changing a size."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _scalar_operand(node.expression)
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _FULL_REDUCTIONS and not node.args)
 
 
 def _fixed_size(node: cst.BaseExpression, ctx, depth: int) -> bool:
@@ -233,6 +263,8 @@ def python_container(node: cst.BaseExpression, ctx) -> bool:
     name = node.value
     if name in getattr(ctx, "tuple_env", {}) or any(w in _CONTAINER_WORDS for w in _words(name)):
         return True
+    if name in _sequence_names(ctx):
+        return True
     origin = ctx.origins.get(name)
     if origin is not None:
         return python_container(origin, ctx) if not isinstance(origin, cst.Name) else False
@@ -243,6 +275,75 @@ def python_container(node: cst.BaseExpression, ctx) -> bool:
                 head = head.value if isinstance(head, cst.Subscript) else head
                 text = head.attr.value if isinstance(head, cst.Attribute) else getattr(head, "value", "")
                 return text in _CONTAINER_ANNOTATIONS
+    return False
+
+
+_SEQUENCE_TYPES = frozenset({"builtins.list", "builtins.tuple", "typing.List", "typing.Tuple", "typing.Sequence",
+                             "collections.abc.Sequence", "typing.MutableSequence"})
+# torch functions whose first argument is a sequence of tensors (a tensor there is a TypeError)
+_SEQUENCE_CONSUMERS = frozenset({
+    "torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack",
+    "torch.dstack", "torch.column_stack", "torch.row_stack",
+})
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove"})
+
+
+def _sequence_names(ctx) -> frozenset[str]:
+    """Names the function itself shows to be Python lists or tuples: tested with
+    `isinstance(name, (list, tuple))`, given whole to `torch.cat` / `torch.stack`, or grown and
+    shrunk with list methods. Computed once per walk."""
+    memo = getattr(ctx, "memo", None)
+    if memo is not None and "sizes.sequences" in memo:
+        return memo["sizes.sequences"]
+    names: set[str] = set()
+    function = getattr(ctx, "function", None)
+    if function is not None:
+        for call in _calls(function.node.body):
+            func = call.func
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in _LIST_METHODS and isinstance(func.value, cst.Name):
+                    names.add(func.value.value)
+                    continue
+            qualname = ctx.qualname(func)
+            if qualname == "builtins.isinstance" and len(positional) == 2 and isinstance(positional[0], cst.Name):
+                types = positional[1].elements if isinstance(positional[1], cst.Tuple) else [positional[1]]
+                typed = [ctx.qualname(t.value if isinstance(t, cst.Element) else t) for t in types]
+                if any(t in _SEQUENCE_TYPES for t in typed):
+                    names.add(positional[0].value)
+            elif qualname in _SEQUENCE_CONSUMERS and positional and isinstance(positional[0], cst.Name):
+                names.add(positional[0].value)
+    found = frozenset(names)
+    if memo is not None:
+        memo["sizes.sequences"] = found
+    return found
+
+
+def _calls(node: cst.CSTNode):
+    """Every call under `node`, nested defs included (they see the same names)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(current.children)
+
+
+def _shape_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """`x.shape`, `x.size()`, `dist.event_shape`, a name bound to one: a torch.Size, whose len()
+    is the rank -- fixed by the model whatever the sizes."""
+    if depth > 4:
+        return False
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "shape" or node.attr.value.endswith("_shape")
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "size" and not node.args:
+            return True
+        return ctx.qualname(func) == "torch.Size"
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        return origin is not None and _shape_value(origin, ctx, depth + 1)
     return False
 
 
@@ -275,7 +376,9 @@ def size_of(node: cst.BaseExpression, ctx, depth: int = 0, operators=SIZE_OPERAT
             return _dim_size(func.value, _int_value(positional[0]), ctx)
         qualname = ctx.qualname(func)
         if qualname == "builtins.len" and len(positional) == 1:
-            return None if python_container(positional[0], ctx) else _dim_size(positional[0], 0, ctx)
+            if _shape_value(positional[0], ctx) or python_container(positional[0], ctx):
+                return None  # a rank, or a count of elements: not a size of the inputs
+            return _dim_size(positional[0], 0, ctx)
         if qualname in _WRAPPERS and positional:
             return size_of(positional[0], ctx, depth + 1, _DIVIDING)
         if qualname in _MIN_MAX and len(positional) >= 2:

@@ -23,7 +23,7 @@ from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
 from .params import all_params as _all_params, body_evidence, literal_value, tensor_evidenced_names
-from .sizes import size_of, unpacked_shape_origins
+from .sizes import fixed_tensor, size_of, unpacked_shape_origins
 from .version_tests import version_truth
 
 if TYPE_CHECKING:
@@ -98,6 +98,9 @@ class CallSite(NamedTuple):
     # position / keyword -> the literal passed there (tcl/params.py constant_params); None when
     # the call spreads *args / **kwargs or its target is one of several (positions differ)
     literals: dict | None = None
+    # positions / keywords of tensors whose sizes the caller's module fixes (`self.weight`, a
+    # factory of constants: tcl/sizes.py fixed_tensor)
+    fixed: frozenset = frozenset()
 
 
 @dataclass
@@ -169,6 +172,7 @@ class FunctionWalker(cst.CSTVisitor):
         crossed: frozenset = frozenset(),
         tuples: dict | None = None,
         sized: dict | None = None,
+        fixed: frozenset = frozenset(),
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
@@ -227,6 +231,8 @@ class FunctionWalker(cst.CSTVisitor):
         self.tuple_env: dict[str, tuple[Kind, ...]] = dict(tuples or {})
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
+        # Tensor parameters every traced caller fills with one whose sizes its module fixes.
+        self.fixed_params: frozenset[str] = frozenset(fixed)
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         # Every default-mode break that makes Dynamo skip the frame when it runs (_note_skip):
         # (its rule or None, the block within which every later point comes after it -- None:
@@ -870,7 +876,12 @@ class FunctionWalker(cst.CSTVisitor):
                     literal = (True, self.constants[arg.value.value])
                 if literal is not None:
                     literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
-        site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals)
+        fixed = frozenset(
+            arg.keyword.value if arg.keyword is not None else i
+            for i, arg in enumerate(node.args if callee is not None else ())
+            if not arg.star and fixed_tensor(arg.value, self)
+        )
+        site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals, fixed)
         for target in callees + overrides:
             self.result.calls.append((target, site))
             self.result.call_nodes.append(node)
