@@ -190,14 +190,19 @@ def _named(positional: list[str], key):
     return positional[key] if isinstance(key, int) and key < len(positional) else key
 
 
-def crossed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset:
-    """Parameters that every call site fills with a value live at a graph break of the caller."""
+def _at_every_site(function: FunctionInfo, marked: list[Iterable]) -> frozenset[str]:
+    """Parameter names every call site marks (each site: its positions / keywords)."""
     positional = _positional_names(function)
     names = None
-    for site in sites:
-        here = {_named(positional, a) for a in site.crossed}
+    for keys in marked:
+        here = {_named(positional, key) for key in keys}
         names = here if names is None else names & here
     return frozenset(n for n in names or () if isinstance(n, str))
+
+
+def crossed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset:
+    """Parameters that every call site fills with a value live at a graph break of the caller."""
+    return _at_every_site(function, [site.crossed for site in sites])
 
 
 def tuple_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, tuple[Kind, ...]]:
@@ -236,12 +241,7 @@ def sized_params(function: FunctionInfo, sites: list[CallSite]) -> dict[str, boo
 def fixed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset[str]:
     """Tensor parameters every call site fills with a tensor whose sizes its module fixes
     (`self.scale_weights`, `torch.tensor([0.5, 0.5])`): their sizes do not change between calls."""
-    positional = _positional_names(function)
-    names = None
-    for site in sites:
-        here = {_named(positional, a) for a in site.fixed}
-        names = here if names is None else names & here
-    return frozenset(n for n in names or () if isinstance(n, str))
+    return _at_every_site(function, [site.fixed for site in sites])
 
 
 def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[str, Kind]:
