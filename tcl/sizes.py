@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .dataflow import Kind, is_tensor
+from .evidence import _children
 from .names import source_text
 from .params import all_params
 
@@ -135,7 +136,7 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str |
         return True
     if isinstance(node, cst.Name):
         name = node.value
-        fixed_param = name in getattr(ctx, "fixed_params", ()) and name in getattr(ctx, "parameters", ())
+        fixed_param = name in getattr(ctx, "fixed_params", ())  # parameter names only
         if name == rebinding:
             # `w = w / w.sum()`: the `w` inside is the binding before, the parameter's here
             return fixed_param
@@ -320,13 +321,13 @@ def _sequence_names(ctx) -> frozenset[str]:
 
 
 def _calls(node: cst.CSTNode):
-    """Every call under `node`, nested defs included (they see the same names)."""
+    """Every call under `node`; nested defs, lambdas and classes are scopes of their own."""
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, cst.Call):
             yield current
-        stack.extend(current.children)
+        stack.extend(_children(current))
 
 
 def _shape_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:

@@ -856,11 +856,16 @@ class FunctionWalker(cst.CSTVisitor):
             elements = None if arg.star else self._display_kinds(arg.value)
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
-        sizes = {}
+        sizes, fixed = {}, set()
         for i, arg in enumerate(node.args if callee is not None else ()):
-            size = None if arg.star else size_of(arg.value, self)
+            if arg.star:
+                continue
+            key = arg.keyword.value if arg.keyword is not None else i
+            size = size_of(arg.value, self)
             if size is not None and size.varies is not False:
-                sizes[arg.keyword.value if arg.keyword is not None else i] = size.varies
+                sizes[key] = size.varies
+            if fixed_tensor(arg.value, self):
+                fixed.add(key)
         facts = frozenset(self.guard_facts().items()) if is_own_method_call(node) else frozenset()
         if callee is not None and callee.name == "__init__" and callee.owner is not None \
                 and callee.owner.is_module and self.runs_eagerly_here():
@@ -876,12 +881,7 @@ class FunctionWalker(cst.CSTVisitor):
                     literal = (True, self.constants[arg.value.value])
                 if literal is not None:
                     literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
-        fixed = frozenset(
-            arg.keyword.value if arg.keyword is not None else i
-            for i, arg in enumerate(node.args if callee is not None else ())
-            if not arg.star and fixed_tensor(arg.value, self)
-        )
-        site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals, fixed)
+        site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals, frozenset(fixed))
         for target in callees + overrides:
             self.result.calls.append((target, site))
             self.result.call_nodes.append(node)
