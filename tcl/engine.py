@@ -456,6 +456,11 @@ _STACK_LOCK = threading.Lock()
 SETTLED_LIMIT = 20_000  # settled helper results kept per process
 
 
+def _without_crossings(key: tuple) -> tuple:
+    """A settled key (`_settled_key`) without the arguments that cross a break (its 4th part)."""
+    return key[:3] + key[4:]
+
+
 def _recorded(question: str, answer, asked: list):
     """`answer`, noting each question and its answer for the edit memo. A walk asks the same
     question many times with the same answer (nothing it depends on changes during one walk):
@@ -739,11 +744,14 @@ class FileAnalysis(EntryPoints, CallResolver):
             return None  # (an installed entry, `torch.compile(model.generate)`, reads nothing of this file)
         key = self._settled_key(function)
         kept = self.analyzer.settled.get(key)
-        if kept is None and not any(key[3:]):
+        if kept is None and not key[3]:
             # First reached, before any caller said which arguments cross a break: the result
             # the same inputs settled on last time (crossings included) is where this
             # fixpoint converges too; a later change of the crossings asks again by full key.
-            kept = self.analyzer.settled.get(key[:3])
+            # Every other input (sizes, fixed tensors, facts, constants) must match: a result
+            # settled for another file's callers would make this file's report depend on
+            # which files the process checked before it (-j1 and -j2 disagreed).
+            kept = self.analyzer.settled.get(_without_crossings(key))
         return kept[1] if kept is not None and kept[0] is function.node else None
 
     def _remember_settled(self) -> None:
@@ -755,7 +763,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             if function.index is not self.index and (key not in self.entries or function.index.installed):
                 full = self._settled_key(function)
                 settled[full] = (function.node, result)
-                settled[full[:3]] = (function.node, result)  # found by inputs before crossings are known
+                settled[_without_crossings(full)] = (function.node, result)  # found before crossings are known
 
     def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None) -> FunctionResult:
         # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes;
