@@ -11,6 +11,7 @@ from typing import Callable
 import libcst as cst
 
 from .module_index import ModuleIndex
+from .names import source_text
 
 TENSOR_TYPES = frozenset({
     "torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.FloatTensor",
@@ -139,3 +140,100 @@ def _always_exits(block: cst.BaseSuite) -> bool:
         if any(isinstance(small, (cst.Return, cst.Raise)) for small in smalls):
             return True
     return False
+
+
+def settled_operands(test: cst.BaseExpression, outcome: bool,
+                     truth: Callable[[cst.BaseExpression], bool | None], chain: cst.If) -> dict[str, bool]:
+    """Source text -> value of the operands a test proves when it evaluates to `outcome`, for
+    the `elif` chain after it: `if torch.compiler.is_compiling() and labels is not None:` false,
+    with `is_compiling()` true under compile, proves `labels is not None` false, so the
+    following `elif labels is not None and labels.max() >= n:` stops before the tensor's truth
+    value (tcl fix's in-graph checks, tcl/fixes/checks.py, are written this way). Left out:
+    operands with a call other than metadata and type tests (a second call may answer
+    differently) and operands reading a name the chain assigns."""
+    settled = _settled(test, outcome, truth)
+    if not settled:
+        return settled
+    assigned = _assigned_names(chain)
+    return {text: value for text, (value, names) in settled.items() if not names & assigned}
+
+
+def _settled(test: cst.BaseExpression, outcome: bool, truth) -> dict[str, tuple[bool, set[str]]]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _settled(test.expression, not outcome, truth)
+    if isinstance(test, cst.BooleanOperation):
+        is_and = isinstance(test.operator, cst.And)
+        if is_and == outcome:  # a true `and`, a false `or`: both operands have the outcome
+            return {**_settled(test.left, outcome, truth), **_settled(test.right, outcome, truth)}
+        if truth(test.left) is is_and:
+            return _settled(test.right, outcome, truth)
+        if truth(test.right) is is_and:
+            return _settled(test.left, outcome, truth)
+        return {}
+    names = _Names()
+    test.visit(names)
+    if names.calls or truth(test) is not None:
+        return {}
+    return {settled_text(test): (outcome, names.names)}
+
+
+def settled_text(node: cst.BaseExpression) -> str:
+    """The key of a settled operand: its source on one line, without outer parentheses."""
+    if getattr(node, "lpar", None):
+        node = node.with_changes(lpar=(), rpar=())
+    return " ".join(source_text(node).split())
+
+
+# Calls that answer the same twice in a row: metadata of a tensor, Python's type tests.
+STABLE_CALLS = frozenset({
+    "dim", "size", "numel", "ndimension", "is_floating_point", "is_complex", "is_contiguous",
+    "isinstance", "len", "hasattr", "callable",
+})
+
+
+class _Names(cst.CSTVisitor):
+    """The names an expression reads and whether it calls anything."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.calls = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if name not in STABLE_CALLS:
+            self.calls = True
+        return True
+
+
+def _assigned_names(block: cst.CSTNode) -> set[str]:
+    """Every name inside an assignment target of the block (`x`, and `self`, `cache` of
+    `self.cache = ...`), walrus targets included."""
+    names: set[str] = set()
+
+    class Targets(cst.CSTVisitor):
+        def _add(self, target: cst.CSTNode) -> None:
+            reader = _Names()
+            target.visit(reader)
+            names.update(reader.names)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._add(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._add(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._add(node.target)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._add(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._add(node.target)
+
+    block.visit(Targets())
+    return names

@@ -14,8 +14,11 @@ import libcst as cst
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
-from .guard_facts import assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
-from .branches import exits_if_true, exits_under_compile, names_bound_in, none_when, not_tensors_when, target_names
+from .guard_facts import _decide, assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
+from .branches import (
+    exits_if_true, exits_under_compile, names_bound_in, none_when, not_tensors_when, settled_operands, settled_text,
+    target_names,
+)
 from .kinds import SELF, KindEvaluator, string_key
 from .module_constants import function_locals, module_constants
 from .module_index import FunctionInfo, ModuleIndex
@@ -190,6 +193,9 @@ class FunctionWalker(cst.CSTVisitor):
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
         # then those of the `if`s the walk is inside, innermost last.
         self.fact_scopes: list[dict] = [dict(facts or {})]
+        # Operands the tests before an `elif` proved (tcl/branches.py settled_operands), in force
+        # while the `elif` chain is walked.
+        self.settled_scopes: list[dict[str, bool]] = []
         self.self_writes: set[str] = set()  # `self.attr` assigned so far: its facts no longer hold
         # Parameters every traced caller gives the same literal (tcl/params.py constant_params).
         self.constants: dict = dict(constants or {})
@@ -608,7 +614,12 @@ class FunctionWalker(cst.CSTVisitor):
                 self.kind.forget()
                 first_call = outcome and is_state_initialisation(node)
                 self.first_call_branches += first_call
+                settled = settled_operands(node.test, False, self.truth, branch) if isinstance(branch, cst.If) else {}
+                if settled:  # an `elif`: its test runs where this one was false
+                    self.settled_scopes.append(settled)
                 self.walk(branch)
+                if settled:
+                    self.settled_scopes.pop()
                 self.first_call_branches -= first_call
                 for name, kind in narrowed.items():  # a branch that assigned the name keeps its value
                     if self.env.get(name) == Kind.META and name not in names_bound_in(branch):
@@ -636,6 +647,9 @@ class FunctionWalker(cst.CSTVisitor):
             truth = constant_truth(test, {k: v for k, v in self.constants.items() if k not in self.assigned})
         if truth is None:
             truth = constant_truth(test, self.module_constants())
+        if truth is None and self.settled_scopes:
+            known = {text: value for scope in self.settled_scopes for text, value in scope.items()}
+            truth = _decide(test, lambda atom: known.get(settled_text(atom)))
         return truth
 
     def module_constants(self) -> dict:

@@ -185,10 +185,21 @@ PATTERNS = [
                 print("suspicious values", y.shape)
             return y
         """, ("TCL201",), "x", "torch.randn(4, 4) * 3"),
-    Pattern("unsafe_skip_data_check", """
+    Pattern("data_check_in_graph", """
         @torch.compile
         def fn(x):
             if torch.isnan(x).any():
+                raise ValueError("NaN input")
+            if x.dim() == 2 and x.abs().max() > 500:
+                raise ValueError(f"too large: {x.shape}")
+            if not (x.sum() < 1e4):
+                raise OverflowError("sum")
+            return x * 2
+        """, ("TCL201",), "x", "torch.randn(4, 4)"),
+    Pattern("unsafe_skip_data_check", """
+        @torch.compile
+        def fn(x):
+            if torch.isnan(x).any() or x.dim() > 3:
                 raise ValueError("NaN input")
             return x * 2
         """, ("TCL201",), "x", "torch.randn(4, 4)", unsafe=True),

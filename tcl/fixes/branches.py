@@ -38,6 +38,7 @@ import libcst as cst
 
 from ..dataflow import Kind
 from .base import SAFE, SUGGESTION, UNSAFE, Fix, Safety
+from .checks import check_in_graph
 from .exprs import (
     argument_code, chain, exact_in_float_dtypes, is_number, names_in, needs_parens, number, pure,
     tensor_condition,
@@ -70,7 +71,8 @@ def fix_branch(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if isinstance(parent, cst.If) and parent.test is node:
         from .guards import guard_reporting_branch
 
-        return guard_reporting_branch(finding, parent, ctx) or fix_if(finding, parent, node, ctx, Verdict(SAFE, []))
+        return (check_in_graph(finding, parent, node, ctx) or guard_reporting_branch(finding, parent, ctx)
+                or fix_if(finding, parent, node, ctx, Verdict(SAFE, [])))
     if isinstance(parent, cst.IfExp) and parent.test is node:
         return fix_ifexp(finding, parent, node, ctx, Verdict(SAFE, []))
     if isinstance(parent, cst.Assert) and parent.test is node:
@@ -97,7 +99,8 @@ def fix_scalar_test(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if stripped is None or stripped is owner.test:
         return None
     if isinstance(owner, cst.If):
-        fix = fix_if(finding, owner, stripped, ctx, verdict)
+        fix = check_in_graph(finding, owner, stripped, ctx, verdict.safety, tuple(verdict.notes)) \
+            or fix_if(finding, owner, stripped, ctx, verdict)
     else:
         fix = fix_ifexp(finding, owner, stripped, ctx, verdict)
     if fix is not None:
