@@ -210,3 +210,11 @@ def _raised(function, args) -> Exception:
     except Exception as exc:  # what eager raises
         return exc
     raise AssertionError("eager accepted a failing input")
+
+
+def test_targets_whose_inductor_drops_asserts_keep_the_older_fix():
+    # before torch 2.9 Inductor lowered `_assert_async` to nothing: the check would vanish
+    source = "import torch\n\n@torch.compile\ndef fn(x):\n    if torch.isnan(x).any():\n        raise ValueError('nan')\n    return x\n"
+    old = fix_source(source, "model.py", Analyzer(Config(torch_version="2.8")), unsafe=True)
+    assert "_assert_async" not in old.fixed and "is_compiling() and torch.isnan(x).any()" in old.fixed
+    assert "_assert_async" in fix_source(source, "model.py", Analyzer(Config(torch_version="2.9"))).fixed

@@ -11,8 +11,9 @@ Eager runs take the `elif`: the same test, the same exception, the same message,
 are identical for every input. Under torch.compile the test becomes a graph op and
 `torch._assert_async` fails the call when the check fails (measured on torch 2.13, CPU, backends
 eager and inductor: the break is gone and a failing input raises RuntimeError with the message).
-What changes under compile is the exception type, and on CUDA the failure is a device-side assert,
-reported asynchronously, after which the process cannot use the GPU: the diff says so.
+What changes under compile is the exception type, and on CUDA the failure is a device-side
+assert, reported asynchronously as "CUDA error: device-side assert triggered" without the
+message (pytorch/pytorch#131491): the diff says so.
 
 The test is split into a Python part and a tensor part so that nothing reads a tensor's truth
 value under compile: `P and T` checks `T` in the graph only when the Python condition `P` holds
@@ -34,9 +35,17 @@ from .base import SAFE, Fix, Safety
 from .exprs import pure, tensor_condition, tensor_valued
 
 
+# Inductor dropped `aten._assert_async.msg` as a no-op until it gained a device-assert lowering
+# (pytorch/pytorch#147282, fixed by #160677, August 2025: torch 2.9). For older targets the
+# rewrite would silently lose the check under the default backend, so it is not offered.
+INDUCTOR_KEEPS_ASSERTS = (2, 9)
+
+
 def check_in_graph(finding, if_node: cst.If, test: cst.BaseExpression, ctx, safety: Safety = SAFE,
                    notes: tuple[str, ...] = ()) -> Fix | None:
     """The rewrite above for `if_node`, whose (possibly `.item()`-stripped) test is `test`."""
+    if ctx.version < INDUCTOR_KEEPS_ASSERTS:
+        return None
     exception = _raised_exception(if_node, ctx)
     if exception is None or not isinstance(ctx.parent(if_node), cst.IndentedBlock):
         return None
@@ -60,7 +69,7 @@ def check_in_graph(finding, if_node: cst.If, test: cst.BaseExpression, ctx, safe
     replacement = check.with_changes(orelse=original_elif, leading_lines=[*if_node.leading_lines, comment])
     note = (f"eager runs are unchanged; under torch.compile the check stays, in the graph: a failing "
             f"input raises {changes.replace(', not', ' instead of')} (on CUDA a device-side assert, "
-            f"reported asynchronously, after which the process cannot use the GPU)")
+            f"reported asynchronously and without the message)")
     if notes:
         note = "; ".join([*notes, note])
     return Fix(
