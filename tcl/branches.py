@@ -212,28 +212,16 @@ class _Names(cst.CSTVisitor):
 def _assigned_names(block: cst.CSTNode) -> set[str]:
     """Every name inside an assignment target of the block (`x`, and `self`, `cache` of
     `self.cache = ...`), walrus targets included."""
-    names: set[str] = set()
+    visitor = _TargetNames()
+    block.visit(visitor)
+    return visitor.names
 
-    class Targets(cst.CSTVisitor):
-        def _add(self, target: cst.CSTNode) -> None:
-            reader = _Names()
-            target.visit(reader)
-            names.update(reader.names)
 
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self._add(node.target)
+class _TargetNames(_BoundNames):
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add(node.target)
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._add(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._add(node.target)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self._add(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            self._add(node.target)
-
-    block.visit(Targets())
-    return names
+    def _add(self, target: cst.BaseExpression) -> None:
+        reader = _Names()
+        target.visit(reader)
+        self.names |= reader.names

@@ -139,7 +139,7 @@ def _passes(test: cst.BaseExpression, ctx) -> str | None:
     """Code of a one-element bool tensor that is true when `test` is false (the check passes)."""
     if not _all_tensor_operands(test, ctx):
         return None
-    if _has_boolean_operation(test) and not (pure(test, ctx) and not _indexes(test)):
+    if _contains(test, cst.BooleanOperation) and not (pure(test, ctx) and not _contains(test, cst.Subscript)):
         return None  # logical_and/or evaluate both operands
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = tensor_condition(test.expression, ctx)
@@ -163,25 +163,15 @@ def _all_tensor_operands(test: cst.BaseExpression, ctx) -> bool:
     return tensor_valued(test, ctx)
 
 
-def _has_boolean_operation(node: cst.CSTNode) -> bool:
+def _contains(node: cst.CSTNode, kind: type) -> bool:
+    """Whether `node` holds a node of type `kind` (a `BooleanOperation`, a `Subscript`)."""
     found = []
 
     class Find(cst.CSTVisitor):
-        def visit_BooleanOperation(self, n: cst.BooleanOperation) -> bool:
-            found.append(n)
-            return False
-
-    node.visit(Find())
-    return bool(found)
-
-
-def _indexes(node: cst.CSTNode) -> bool:
-    found = []
-
-    class Find(cst.CSTVisitor):
-        def visit_Subscript(self, n: cst.Subscript) -> bool:
-            found.append(n)
-            return False
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kind):
+                found.append(n)
+            return not found
 
     node.visit(Find())
     return bool(found)
