@@ -229,7 +229,15 @@ def table(title: str, rows: list[tuple]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    source_dir = argv[0] if argv else os.path.join(ROOT, "fixtures")
+    import argparse
+
+    parser = argparse.ArgumentParser(description="tcl fix on the bundled fixtures (or FIXTURE_DIR): "
+                                                 "findings fixed, runtime breaks before and after, outputs")
+    parser.add_argument("fixture_dir", nargs="?", default=os.path.join(ROOT, "fixtures"))
+    source_dir = parser.parse_args(argv).fixture_dir
+    if not os.path.isdir(source_dir):
+        print(f"fix_report.py: {source_dir}: not a directory", file=sys.stderr)
+        return 2
     files = sorted(f for f in os.listdir(source_dir) if f.endswith(".py") and f not in SKIP)
     torch._logging.set_logs()  # quiet by default
     status = 0
