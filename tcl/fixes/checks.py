@@ -32,7 +32,8 @@ import libcst as cst
 
 from ..dataflow import Kind
 from .base import SAFE, Fix, Safety
-from .exprs import pure, tensor_condition, tensor_valued
+from .exprs import boolean_operands, pure, tensor_condition, tensor_valued
+from .guards import _reporting_call
 
 
 # Inductor dropped `aten._assert_async.msg` as a no-op until it gained a device-assert lowering
@@ -46,7 +47,8 @@ def check_in_graph(finding, if_node: cst.If, test: cst.BaseExpression, ctx, safe
     """The rewrite above for `if_node`, whose (possibly `.item()`-stripped) test is `test`."""
     if ctx.version < INDUCTOR_KEEPS_ASSERTS:
         return None
-    exception = _raised_exception(if_node, ctx)
+    raised = _final_raise(if_node, ctx)
+    exception = None if raised is None else _exception_name(raised, ctx)
     if exception is None or not isinstance(ctx.parent(if_node), cst.IndentedBlock):
         return None
     python_test, negate_python, tensor_test = _split(test, ctx)
@@ -57,7 +59,7 @@ def check_in_graph(finding, if_node: cst.If, test: cst.BaseExpression, ctx, safe
     header = compiling
     if python_test is not None:
         header = f"{compiling} and {_python_test(python_test, negate_python, ctx)}"
-    message = json.dumps(f"{exception}: {_message(if_node, ctx)}")
+    message = json.dumps(f"{exception}: {_message(raised, if_node, ctx)}")
     check = ctx.statement(
         f"if {header}:\n    torch._assert_async({passes}, {message})\nelif {ctx.code(if_node.test).strip()}:\n    pass"
     )
@@ -82,11 +84,9 @@ def check_in_graph(finding, if_node: cst.If, test: cst.BaseExpression, ctx, safe
     )
 
 
-def _raised_exception(if_node: cst.If, ctx) -> str | None:
-    """`E` when the `if` has no else, is not an `elif`, and its body only reports and then
-    raises `E(...)` / `E`; else None."""
-    from .guards import _reporting_call
-
+def _final_raise(if_node: cst.If, ctx) -> cst.Raise | None:
+    """The `raise E(...)` / `raise E` that ends the body when the `if` has no else, is not an
+    `elif`, and its body only reports before raising; else None."""
     if if_node.orelse is not None or isinstance(ctx.parent(if_node), cst.If):
         return None
     if not isinstance(if_node.body, cst.IndentedBlock):
@@ -100,17 +100,21 @@ def _raised_exception(if_node: cst.If, ctx) -> str | None:
         return None
     if any(_reporting_call(small, ctx) is None for small in smalls[:-1]):
         return None
-    raised = smalls[-1].exc
-    name = raised.func if isinstance(raised, cst.Call) else raised
+    return smalls[-1]
+
+
+def _exception_name(raised: cst.Raise, ctx) -> str | None:
+    """`E` of `raise E(...)` / `raise E` when it is a (dotted) name."""
+    name = raised.exc.func if isinstance(raised.exc, cst.Call) else raised.exc
     text = ctx.code(name).strip()
     return text if text.replace(".", "").replace("_", "").isalnum() else None
 
 
-def _message(if_node: cst.If, ctx) -> str:
+def _message(raised: cst.Raise, if_node: cst.If, ctx) -> str:
     """The raise's own message when it is a constant string, else the test that failed."""
-    raised = if_node.body.body[-1].body[-1].exc
-    if isinstance(raised, cst.Call) and raised.args and raised.args[0].keyword is None:
-        first = raised.args[0].value
+    exc = raised.exc
+    if isinstance(exc, cst.Call) and exc.args and exc.args[0].keyword is None:
+        first = exc.args[0].value
         if isinstance(first, (cst.SimpleString, cst.ConcatenatedString)):
             value = first.evaluated_value
             if isinstance(value, str):
@@ -128,16 +132,12 @@ def _split(test: cst.BaseExpression, ctx) -> tuple[cst.BaseExpression | None, bo
 def _python_only(node: cst.BaseExpression, ctx) -> bool:
     """A side-effect-free test of Python values (flags, `x is None`, shapes): Dynamo evaluates it
     while tracing, so branching on it breaks nothing."""
-    if isinstance(node, cst.BooleanOperation):
-        return _python_only(node.left, ctx) and _python_only(node.right, ctx)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-        return _python_only(node.expression, ctx)
-    return ctx.kind(node) == Kind.META and not tensor_valued(node, ctx) and pure(node, ctx)
+    return all(ctx.kind(o) == Kind.META and not tensor_valued(o, ctx) and pure(o, ctx) for o in boolean_operands(node))
 
 
 def _passes(test: cst.BaseExpression, ctx) -> str | None:
     """Code of a one-element bool tensor that is true when `test` is false (the check passes)."""
-    if not _all_tensor_operands(test, ctx):
+    if not all(tensor_valued(operand, ctx) for operand in boolean_operands(test)):
         return None
     if _contains(test, cst.BooleanOperation) and not (pure(test, ctx) and not _contains(test, cst.Subscript)):
         return None  # logical_and/or evaluate both operands
@@ -153,14 +153,6 @@ def _passes(test: cst.BaseExpression, ctx) -> str | None:
     if condition is None:
         return None
     return f"torch.logical_not({condition.code})"
-
-
-def _all_tensor_operands(test: cst.BaseExpression, ctx) -> bool:
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _all_tensor_operands(test.expression, ctx)
-    if isinstance(test, cst.BooleanOperation):
-        return _all_tensor_operands(test.left, ctx) and _all_tensor_operands(test.right, ctx)
-    return tensor_valued(test, ctx)
 
 
 def _contains(node: cst.CSTNode, kind: type) -> bool:

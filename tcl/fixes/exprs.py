@@ -236,7 +236,7 @@ def tensor_condition(test: cst.BaseExpression, ctx) -> Condition | None:
             return None
         return Condition(f"torch.logical_not({inner.code})", inner.zero_dim, inner.exact, True)
     if isinstance(test, cst.BooleanOperation):
-        if not all(tensor_valued(operand, ctx) for operand in _boolean_operands(test)):
+        if not all(tensor_valued(operand, ctx) for operand in boolean_operands(test)):
             return None  # the finding vouches for the whole test, not for each operand
         left, right = tensor_condition(test.left, ctx), tensor_condition(test.right, ctx)
         if left is None or right is None:
@@ -254,12 +254,12 @@ def tensor_condition(test: cst.BaseExpression, ctx) -> Condition | None:
     return Condition(code, zero_dim(test, qualify), True, True)
 
 
-def _boolean_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+def boolean_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The operands of a `not`/`and`/`or` tree."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _boolean_operands(test.expression)
+        return boolean_operands(test.expression)
     if isinstance(test, cst.BooleanOperation):
-        return _boolean_operands(test.left) + _boolean_operands(test.right)
+        return boolean_operands(test.left) + boolean_operands(test.right)
     return [test]
 
 
