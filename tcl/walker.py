@@ -245,13 +245,17 @@ class FunctionWalker(cst.CSTVisitor):
         # the function body --, its candidate, and whether every point of its block, earlier
         # ones too, runs eagerly: a break in a loop, try or with that no return/break/continue
         # came before. A break Dynamo cannot resume after (Rule.resumes) leaves the graph before
-        # it compiled: False, only later points are eager).
+        # it compiled: False, only later points are eager), and the returns/breaks/continues
+        # passed before it (None for a break Dynamo cannot resume after): a hazard walked after
+        # as many exits reaches it on every path, so runs eagerly too.
         self._skips: list[tuple] = []
         self._recompile_hazards: list[Candidate] = []
+        self._hazard_exits: list[int] = []  # the exits passed before each recompile hazard
         # Sizes a recompile rule saw fixed to one value (_size_key, the block within which
         # every later point comes after that use, its candidate): later uses add no guard.
         self._size_guards: list[tuple] = []
         self._exited = False  # the walk has passed a return, break or continue of this function
+        self._exits = 0  # how many of them
         # An nn.Module __init__ every traced caller runs where the compiled call runs eagerly:
         # Dynamo compiles it as a frame of its own (see runs_eagerly_here).
         self.eager_construction = bool(facts) and bool(facts.get(EAGER_CONSTRUCTION))
@@ -343,6 +347,7 @@ class FunctionWalker(cst.CSTVisitor):
             self._note_size_guard(guards, candidate)
         if rule.category == "recompile" and not candidate.nested:
             self._recompile_hazards.append(candidate)
+            self._hazard_exits.append(self._exits)
             # After a break Dynamo cannot resume from, the rest of the frame runs eagerly.
             rest = self._earlier_skips(rest_only=True)
             if rest:
@@ -409,7 +414,7 @@ class FunctionWalker(cst.CSTVisitor):
         if not self._skips:
             return []
         within = {id(n) for n in self.stack}
-        return [(r, c) for r, scope, c, whole in self._skips
+        return [(r, c) for r, scope, c, whole, _ in self._skips
                 if not (rest_only and whole) and (scope is None or id(scope) in within)]
 
     def _evidence(self, node: cst.CSTNode) -> tuple[str, cst.CSTNode | None, str] | None:
@@ -487,10 +492,10 @@ class FunctionWalker(cst.CSTVisitor):
         follows it in that block (every path there passes it), not what came before."""
         skips, scope = skip_scope(self.stack, self._resumable)
         if skips:
-            self._skips.append((rule, scope, candidate, not self._exited))
+            self._skips.append((rule, scope, candidate, not self._exited, self._exits))
         elif candidate is not None and not candidate.resumes and not candidate.nested:
             # Dynamo compiles the graph up to here and runs the rest of the frame eagerly.
-            self._skips.append((rule, scope, candidate, False))
+            self._skips.append((rule, scope, candidate, False, None))
 
     def _note_branch_skips(self, node: cst.If) -> None:
         """`if batched: <loop that breaks> else: <loop that breaks>`: when both branches hold a
@@ -505,8 +510,9 @@ class FunctionWalker(cst.CSTVisitor):
             return
         _, scope = skip_scope(self.stack, self._resumable)
         whole = all(entry[3] for entry in body + orelse)
-        for rule, _, candidate, _ in body:
-            self._skips.append((rule, scope, candidate, whole))
+        exits = None if any(entry[4] is None for entry in body + orelse) else self._exits
+        for rule, _, candidate, _, _ in body:
+            self._skips.append((rule, scope, candidate, whole, exits))
 
     def _unconditional(self, node: cst.CSTNode) -> bool:
         """Whether every call of the function reaches `node` (the walk is at `node`): only `if`
@@ -535,11 +541,16 @@ class FunctionWalker(cst.CSTVisitor):
         # A recompile hazard in the block of a frame-skipping break, before or after it, never
         # recompiles: whenever that block runs, the whole frame runs eagerly. (Some recompile
         # rules report once at the body about a node deep in it: its ancestors are looked up.)
+        # A skip after a return/break/continue still covers the hazards walked after that exit
+        # (`if len(x) == 1: return ...` then a loop whose body breaks): every path from such a
+        # hazard reaches the skip; a hazard before the exit may leave without it.
         if self._skips and self._recompile_hazards:
             hazards = self._recompile_hazards
-            for candidate, within in zip(hazards, ancestor_ids(self.function.node.body, [c.node for c in hazards])):
-                # (A skip after an exit may not be reached from a hazard before it: not used.)
-                rules = [rule for rule, scope, _, whole in self._skips if whole and (scope is None or id(scope) in within)]
+            for candidate, exits_before, within in zip(
+                    hazards, self._hazard_exits, ancestor_ids(self.function.node.body, [c.node for c in hazards])):
+                rules = [rule for rule, scope, _, whole, exits in self._skips
+                         if (whole or (exits is not None and exits <= exits_before))
+                         and (scope is None or id(scope) in within)]
                 if rules:
                     candidate.eager_frame = tuple(dict.fromkeys(rules))
         return self.result
@@ -803,7 +814,9 @@ class FunctionWalker(cst.CSTVisitor):
         self._passed_exit()
 
     def _passed_exit(self) -> None:
-        self._exited = self._exited or not self.inside_nested_function()
+        if not self.inside_nested_function():
+            self._exited = True
+            self._exits += 1
 
     leave_Continue = leave_Break
 

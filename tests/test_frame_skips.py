@@ -199,3 +199,62 @@ def test_the_compiler_recompiles_only_before_the_break(tmp_path, entry, recompil
     calls = [(torch.randn(size, 4), torch.tensor([1, 1])) for size in (3, 5, 7, 9)]
     compiles = count_compiles(getattr(module, entry), calls)
     assert (compiles > 2) is recompiles, compiles
+
+
+AFTER_EXIT = """
+    import torch
+
+
+    def after_exit(x, n):
+        if n.shape[0] == 1:
+            return x
+        out = []
+        for i in range(x.shape[0]):
+            out.append(x[i] * x[i].sum().item())
+        return torch.stack(out)
+
+
+    def exit_between(x, n):
+        out = []
+        for i in range(x.shape[0]):
+            out.append(x[i] * i)
+        if n.shape[0] == 1:
+            return torch.stack(out)
+        for row in out:
+            row.add_(row.sum().item())
+        return torch.stack(out)
+
+
+    after_exit_step = torch.compile(after_exit)
+    exit_between_step = torch.compile(exit_between)
+"""
+
+
+def test_a_skip_after_an_exit_hides_the_hazards_after_that_exit(tmp_path):
+    # after_exit: the loop's trip count (line 9) and the break in its body (line 10) come after
+    # the same early return, so every call that reaches the loop skips the frame. exit_between:
+    # the early return (line 18) comes between the hazard (line 16) and the skip (line 21): a
+    # call that returns there compiles the first loop and recompiles on each new size.
+    found, _ = check(tmp_path, AFTER_EXIT)
+    assert found == [("TCL203", 10), ("TCL203", 21), ("TCL505", 16)]
+
+
+@pytest.mark.parametrize("entry, n, recompiles", [
+    ("after_exit", [1, 1], False),
+    ("exit_between", [1], True),
+    ("exit_between", [1, 1], False),  # the same frame when the return is not taken: skipped
+])
+def test_the_compiler_skips_after_an_exit(tmp_path, entry, n, recompiles):
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    from tcl.verify.recompiles import count_compiles
+
+    path = tmp_path / "after_exit.py"
+    path.write_text(textwrap.dedent(AFTER_EXIT))
+    spec = importlib.util.spec_from_file_location("after_exit", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    calls = [(torch.randn(size, 4), torch.tensor(n)) for size in (3, 5, 7, 9)]
+    compiles = count_compiles(getattr(module, entry), calls)
+    assert (compiles > 2) is recompiles, compiles
