@@ -56,6 +56,12 @@ def skip_scope(stack: Sequence[cst.CSTNode], resumable: Callable[[cst.With], boo
             plain = child is ancestor.iter  # the else: clause runs only sometimes
         elif isinstance(ancestor, (cst.While, cst.If, cst.IfExp)):
             plain = child is ancestor.test
+        elif isinstance(ancestor, cst.CompFor):
+            # A comprehension's outermost iterable is evaluated once, in the enclosing frame,
+            # whether or not it yields anything; the rest runs per element.
+            plain = child is ancestor.iter and i > 0 and getattr(stack[i - 1], "for_in", None) is ancestor
+        elif isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            plain = child is ancestor.for_in
         elif isinstance(ancestor, cst.BooleanOperation):
             plain = child is not ancestor.right
         else:

@@ -517,6 +517,51 @@ def test_the_compiler_cites_only_the_first_use_of_a_size(tmp_path):
     assert {s.line for c in compilations for s in c.specialisations} == {8}
 
 
+
+# pytorchcv's ProPainter: a comprehension's iterable fixes the size, later loops over it add nothing.
+COMPREHENSION_SIZE = """
+    import torch
+
+
+    @torch.compile
+    def fn(x, m):
+        b, time, c = x.shape
+        feats = [x[:, i] for i in range(0, time)]
+        masks = [m[:, i] for i in range(0, time)]
+        out = []
+        for i in range(0, time):
+            out.append(feats[i] * masks[i])
+        return torch.stack(out, 1)
+"""
+
+
+def test_a_comprehensions_iterable_fixes_the_size_in_the_frame(tmp_path):
+    """The outermost iterable of a comprehension is evaluated once in the enclosing frame, so
+    the first comprehension over `range(time)` fixes `time`; the later ones add no guard."""
+    assert check(tmp_path, COMPREHENSION_SIZE) == [("TCL505", 8)]
+    assert check(tmp_path, COMPREHENSION_SIZE, show_hidden=True) == [("TCL505", 8), ("TCL505", 9), ("TCL505", 11)]
+
+
+def test_the_compiler_fixes_the_size_at_the_first_comprehension(tmp_path):
+    torch = pytest.importorskip("torch")
+    from tcl.verify.compile_trace import CompileTrace
+
+    path = tmp_path / "comprehension_size.py"
+    path.write_text(textwrap.dedent(COMPREHENSION_SIZE))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("comprehension_size", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch._dynamo.reset()
+    with CompileTrace() as trace:
+        for t in (3, 5, 7, 9):
+            module.fn(torch.randn(2, t, 4), torch.randn(2, t, 4))
+            trace.next_call()
+    compilations = trace.collect()
+    assert len(compilations) == 4  # a recompile on every new length
+    assert {s.line for c in compilations for s in c.specialisations} == {8}
+
 # speechbrain's SSIMLoss.sequence_mask: the default's branch reads the data, every caller passes a size.
 LENGTH_MASK = """
     import torch
@@ -660,3 +705,4 @@ def test_arithmetic_on_a_tensor_kept_on_self_is_a_tensor(tmp_path):
                                            "(self.queue_idx + 3) % self.size")
     assert check(tmp_path, numbers.replace("s, e = self.curr_batch_idx[0], self.curr_batch_idx[-1]",
                                            "s, e = self.curr_batch_idx, 2")) == []
+
