@@ -18,6 +18,9 @@ entry of its own, walked after those (so code they reach keeps what its callers 
   this function is compiled;
 * returns tensor data, as its walk finds (FileAnalysis._computes_tensors): a function that
   writes a file, runs a training loop or filters a dataset is a utility, and its findings go;
+* draws nothing: a function that calls, itself or through what it calls, an image, plotting or
+  display library (`cv2`, `PIL`, `matplotlib`, ...: `DRAWING_LIBRARIES`) is visualisation
+  (`Results.plot`, `plot_images`), which nobody compiles, however many tensors it takes;
 * in library code: not a script (no top-level `if __name__ == "__main__":`), not a test, example,
   benchmark, doc or script file (by path: `tests/`, `test_*.py`, `conftest.py`, `setup.py`, ...).
 
@@ -54,6 +57,26 @@ NOT_API_METHODS = frozenset({
     "__init__", "__new__", "__repr__", "__str__", "__getstate__", "__setstate__", "__init_subclass__",
     "extra_repr", "reset_parameters", "state_dict", "load_state_dict", "__post_init__",
 })
+
+# Image, plotting and display libraries: a public function that calls one draws or shows, and
+# is not what users compile (Dynamo would break at each such call anyway).
+DRAWING_LIBRARIES = frozenset({
+    "cv2", "PIL", "matplotlib", "seaborn", "plotly", "bokeh", "imageio", "IPython", "tkinter",
+    "pygame", "skimage",
+})
+
+
+def draws(function: FunctionInfo) -> bool:
+    """Whether the function's own body calls into one of DRAWING_LIBRARIES."""
+    stack = [function.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            name = function.index.qualify(node.func) or ""
+            if name.split(".", 1)[0] in DRAWING_LIBRARIES:
+                return True
+        stack.extend(_children(node))
+    return False
 
 
 def is_api_reach(name: str) -> bool:

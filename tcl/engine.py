@@ -17,7 +17,7 @@ from .dataflow import Kind, is_tensor, join
 from .findings import ERROR, WARNING, FileError, Finding
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
-from .api_entries import API_MARK, PUBLIC_API, api_entries, is_api_reach
+from .api_entries import API_MARK, PUBLIC_API, api_entries, draws, is_api_reach
 from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
 from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
@@ -727,6 +727,22 @@ class FileAnalysis(EntryPoints, CallResolver):
             return False
         return is_tensor(result.returns) or any(is_tensor(k) for k in result.tuple_returns or ())
 
+    def _reaches_drawing(self, key: int, callees: dict[int, list[int]], drawing: dict[int, bool]) -> bool:
+        """Whether the function or one it calls (as walked) calls into an image, plotting or
+        display library (api_entries.draws; `drawing` caches each function's own answer)."""
+        stack, seen = [key], set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current not in drawing:
+                drawing[current] = draws(self.functions[current])
+            if drawing[current]:
+                return True
+            stack.extend(callees.get(current, ()))
+        return False
+
     def _settled_key(self, function: FunctionInfo):
         key = id(function)
         return (
@@ -935,10 +951,13 @@ class FileAnalysis(EntryPoints, CallResolver):
         for callee, callers in self.callers.items():
             for caller in callers:
                 callees[caller].append(callee)
+        drawing: dict[int, bool] = {}
         for key, name in self.entries.items():
             if key in self.api_entries:
                 if not self._computes_tensors(key):
                     continue  # a utility (I/O, a training loop, a data filter): not what users compile
+                if self._reaches_drawing(key, callees, drawing):
+                    continue  # visualisation (`Results.plot`): not what users compile either
                 name += API_MARK  # `reached from odeint (public API)`: why it counts as compiled
             stack = [key]
             seen = set()

@@ -210,3 +210,43 @@ def test_folders_above_the_checked_tree_do_not_make_it_a_test(tmp_path, monkeypa
     assert not is_library_file("tests/test_solver.py") and not is_library_file("examples/demo.py")
     assert is_library_file("/venv/lib/python3.11/site-packages/pkg/ode.py")
     assert not is_library_file("/venv/lib/python3.11/site-packages/pkg/tests/helpers.py")
+
+
+def test_a_public_function_that_draws_is_not_an_entry(tmp_path):
+    """ultralytics' Results.plot / plot_images: they take and return tensors, but draw through
+    an image library, directly or in a helper they call. A forward that reaches the same
+    helper still reports it: only the public-API assumption is dropped."""
+    path = write(tmp_path / "vis", "plotting.py", """
+        import cv2
+        import torch
+
+
+        def _label(img, box):
+            if box.sum() > 0:
+                cv2.rectangle(img, (0, 0), (1, 1), (255, 0, 0))
+            return img
+
+
+        def plot(boxes: torch.Tensor, img):
+            for box in boxes:
+                if box.max() > 1:
+                    box = box / box.max()
+                img = _label(img, box)
+            return torch.as_tensor(img)
+
+
+        def normalise(boxes: torch.Tensor):
+            if boxes.max() > 1:
+                return boxes / boxes.max()
+            return boxes
+
+
+        class Head(torch.nn.Module):
+            def forward(self, x, img):
+                return _label(img, x)
+    """)
+    findings, errors = check([path])
+    assert not errors
+    # normalise (public API, draws nothing) and _label through Head.forward; not plot.
+    assert lines(findings) == [("TCL201", 7), ("TCL201", 21)]
+    assert findings[0].reached_from == ("Head.forward",)
