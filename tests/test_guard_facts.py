@@ -5,6 +5,7 @@ tcl stops reporting is what the compiler does not break on or recompile."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -706,3 +707,32 @@ def test_arithmetic_on_a_tensor_kept_on_self_is_a_tensor(tmp_path):
     assert check(tmp_path, numbers.replace("s, e = self.curr_batch_idx[0], self.curr_batch_idx[-1]",
                                            "s, e = self.curr_batch_idx, 2")) == []
 
+
+def test_the_compiler_names_a_counters_first_read():
+    """TCL501 reports a module's int counter where the frame first reads it: the failing guard
+    of every recompile names that line, not the update below it."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+    import tempfile
+
+    from tcl.rules.recompiles import ModuleIntCounter
+    from tcl.verify.compile_trace import CompileTrace
+
+    example = next(e for e in ModuleIntCounter.INVALID if e.entry == "EveryFourth")
+    marked = next(i for i, line in enumerate(example.code.splitlines(), 1) if "# BREAK" in line)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "every_fourth.py")
+        with open(path, "w") as f:
+            f.write(example.code)
+        spec = importlib.util.spec_from_file_location("every_fourth", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch._dynamo.reset()
+        model = torch.compile(module.EveryFourth(), backend="eager")
+        with CompileTrace() as trace:
+            for _ in range(4):
+                model(torch.randn(3))
+                trace.next_call()
+        reasons = [c.reason for c in trace.collect() if c.reason]
+    assert len(reasons) == 3  # a recompile on every call after the first
+    assert all(f"every_fourth.py:{marked} in forward" in reason for reason in reasons), reasons

@@ -87,6 +87,11 @@ class ModuleIntCounter(Rule):
         "Python int {target} changes inside compiled code: every call recompiles "
         "(guard {target} == N) until the recompile limit, then the frame runs eagerly"
     )
+    message_read = (
+        "Python int {target} changes inside compiled code (`{update}` below): Dynamo guards on "
+        "its value where it is first read, here, so every call recompiles (guard {target} == N) "
+        "until the recompile limit, then the frame runs eagerly"
+    )
     fix = (
         "keep the counter in a tensor (register_buffer('step', torch.zeros((), dtype=torch.long)) "
         "and step.add_(1); state['step'] = torch.zeros(()) as torch.optim does), or set "
@@ -99,7 +104,8 @@ class ModuleIntCounter(Rule):
         "Dynamo specialises on Python ints it reads from nn.Module attributes and module-level "
         "dicts. `self.step += 1` in forward, or `COUNTS['step'] += 1`, makes each call see a new "
         "value, fail the guard and compile again; after torch._dynamo.config.recompile_limit (8) "
-        "compilations it gives up and runs eagerly. Measured on torch 2.13: a recompile on every "
+        "compilations it gives up and runs eagerly; the failing guard names the counter's first "
+        "read in the frame, which is where it is reported. Measured on torch 2.13: a recompile on every "
         "call for a module's int attribute, `self.i = (self.i + n) % size` and an int in a "
         "module-level dict; one compilation for a tensor counter; two for an int in a dict an "
         "object holds (optimizer state: symbolic after its first change)."
@@ -158,15 +164,29 @@ class Queue(nn.Module):
         self.index = 0
 
     def forward(self, x):
-        self.memory[self.index] = x.sum(0)
-        self.index = (self.index + 1) % 16  # BREAK
+        self.memory[self.index] = x.sum(0)  # BREAK (the first read: the guard names this line)
+        self.index = (self.index + 1) % 16
         return self.memory.sum()
-''', entry="Queue")]
+''', entry="Queue"), Example('''
+import torch
+from torch import nn
+
+class EveryFourth(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        if self.calls % 4 == 0:  # BREAK
+            x = x * 2
+        self.calls += 1
+        return x + 1
+''', entry="EveryFourth")]
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
         name = _counter_name(node.target, ctx)
         if name is not None and not is_tensor(ctx.kind(node.value)):
-            ctx.report(self, node, self.message.format(target=name))
+            self._report(node, node.target, name, ctx)
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         if len(node.targets) != 1 or is_tensor(ctx.kind(node.value)):
@@ -177,7 +197,30 @@ class Queue(nn.Module):
         if _reads(node.value, target):  # `self.i = (self.i + n) % size`: an update, not a reset
             name = _counter_name(target, ctx)
             if name is not None:
-                ctx.report(self, node, self.message.format(target=name))
+                self._report(node, target, name, ctx)
+
+    def _report(self, update: cst.CSTNode, target: cst.BaseExpression, name: str, ctx) -> None:
+        """At the counter's first read in the frame: Dynamo guards on the value there, and the
+        recompile names that line (`if self.calls % self.rate == 0:` before `self.calls += 1`;
+        measured on 2.13, tests/test_guard_facts.py). Once per counter and function: a later
+        update adds no guard of its own."""
+        code = cst.Module([]).code_for_node
+        wanted = code(target)
+        first = None
+        for node in live_nodes(ctx.function.node.body, ctx.index):
+            if node is update:
+                break
+            if isinstance(node, (cst.AugAssign, cst.Assign)) and any(
+                    code(t) == wanted for t in ([node.target] if isinstance(node, cst.AugAssign)
+                                                else [t.target for t in node.targets])):
+                return  # an earlier update of the same counter reported it
+            if first is None and isinstance(node, type(target)) and code(node) == wanted:
+                first = node
+        if first is None:
+            ctx.report(self, update, self.message.format(target=name))
+            return
+        update_text = code(update).strip().splitlines()[0]
+        ctx.report(self, first, self.message_read.format(target=name, update=update_text))
 
 
 class RangeOverIntArgument(Rule):
