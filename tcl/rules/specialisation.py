@@ -406,7 +406,14 @@ import torch
 @torch.compile
 def fn(x):
     rows = torch.stack([x[i] * 2 for i in range(x.shape[0])])  # BREAK
-    return rows + torch.cat(x.chunk(x.size(0)), 0)  # BREAK
+    return rows + torch.cat(x.chunk(x.size(0)), 0)  # the comprehension fixed the size: no guard of its own
+''', calls=SQUARE_ROWS),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return torch.cat(x.chunk(x.size(0)), 0) * 2  # BREAK
 ''', calls=SQUARE_ROWS),
         Example('''
 import torch
