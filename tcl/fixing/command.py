@@ -172,8 +172,10 @@ def _verified(session, path: str, text: str, proven, analyzer, options):
         return f"{path}:{line}:{col}: {code} {outcome}"
 
     def verified(verdict) -> str:
+        recompiles = (f", recompiles {verdict.recompiles_before} -> {verdict.recompiles_after}"
+                      if verdict.recompiles_before != verdict.recompiles_after else "")
         return (f"fixed (verified on {verdict.examples} example{'s' * (verdict.examples != 1)}: "
-                f"breaks {verdict.breaks_before} -> {verdict.breaks_after})")
+                f"breaks {verdict.breaks_before} -> {verdict.breaks_after}{recompiles})")
 
     lines = [verdict_line(key, "fixed (proven)") for key in proven.applied_keys]
     observed = None
