@@ -43,7 +43,9 @@ def settings_text(rule) -> str:
     if rule.removed_by:
         text += ("; not reported where the program sets " + " or ".join(
             f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.removed_by))
-            + " (measured: its examples do not break then)")
+            + (" (measured: the compilations of its examples stop growing with the calls then;"
+               " examples the setting does not reach are still reported)" if rule.category == "recompile"
+               else " (measured: its examples do not break then)"))
     if rule.needs_settings:
         text += ("; in default mode only where the program sets " + " and ".join(
             f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.needs_settings))

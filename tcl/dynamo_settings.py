@@ -6,7 +6,11 @@ graph as symbolic scalars (a Python branch on such a scalar still breaks, at the
 `capture_dynamic_output_shape_ops` keeps `nonzero`, boolean-mask indexing and the other ops whose
 output size depends on data, and `allow_rnn` lets Dynamo trace nn.RNN/LSTM/GRU modules (measured
 on 2.13: LSTM, GRU, RNN, bidirectional and stacked, with `flatten_parameters()`, trace without a
-break and match eager). A program sets them process-wide before it compiles, so tcl reads
+break and match eager). A fourth decides a class of recompiles: `allow_unspec_int_on_nn_module`
+traces int attributes of nn.Modules as symbolic ints, so a counter a forward updates on every call
+(TCL501) no longer recompiles each call (measured on 2.13: `self.step += 1` 6 calls -> 2
+compiles, `if self.calls % 4 == 0` -> 3, one per outcome; an int in a module-level dict is not
+affected). A program sets them process-wide before it compiles, so tcl reads
 them from two places: assignments of `True` anywhere in the checked file
 (`torch._dynamo.config.capture_scalar_outputs = True`, also through `import torch._dynamo as
 dynamo` or `from torch._dynamo import config`), which apply to that file's findings and to those
@@ -30,6 +34,9 @@ KNOWN = {
                                         "output shapes stay in the graph",
     "allow_rnn": "nn.RNN, nn.LSTM and nn.GRU modules are traced instead of breaking where the module is "
                  "loaded",
+    "allow_unspec_int_on_nn_module": "int attributes of nn.Modules are traced as symbolic ints, not "
+                                     "specialised: a counter updated on every call stops recompiling "
+                                     "each call",
 }
 # fullgraph=True captures scalars and data-dependent shapes whatever the settings say (measured on
 # 2.13: `.item()` and `nonzero` trace; a Python branch on the captured value raises a UserError).
@@ -41,7 +48,7 @@ FACT_KEY = "dynamo_settings"
 def settings_in_file(index) -> frozenset[str]:
     """The known settings `index`'s file sets to True (cached on the index)."""
     source = index.source or ""
-    if "capture_" not in source and "allow_rnn" not in source:  # cheap: most files set nothing
+    if "capture_" not in source and "allow_" not in source:  # cheap: most files set nothing
         return frozenset()
     found = index.file_fact(FACT_KEY, settings_in_tree)
     return found or frozenset()

@@ -255,7 +255,7 @@ class Analyzer:
         hidden: dict[int, set[int]] = defaultdict(set)  # masking break's node -> masked nodes
         hidden_behind: dict[int, Candidate | None] = {}  # --show-hidden: candidate -> what hides it
         for candidate, reached_from in candidates:
-            if not candidate.rule.holds_under(settings):  # a setting the program turns on removes it
+            if not candidate.holds_under(settings):  # a setting the program turns on removes it
                 continue
             if candidate.eager_frame and default_mode and standing(candidate.eager_frame):
                 continue  # a loop's break makes Dynamo skip the frame: it never recompiles

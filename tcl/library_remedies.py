@@ -6,7 +6,8 @@ compile call and the code around the call that reaches it. So such findings carr
 on the user's side instead: a Dynamo setting that keeps this kind of operation in the graph
 (only where the setting exists for that break: `capture_scalar_outputs` for scalar reads,
 `capture_dynamic_output_shape_ops` for data-dependent shapes, `reorderable_logging_functions`
-for print, `allow_rnn` for RNN modules), then the two ways around any break — keep the call
+for print, `allow_rnn` for RNN modules, `allow_unspec_int_on_nn_module` for a module's int counter
+that recompiles every call), then the two ways around any break — keep the call
 out of the graph with `torch.compiler.disable`, or compile a smaller region — and the
 package's version, to check a newer release.
 """
@@ -22,12 +23,16 @@ SETTINGS = {
                "(nonzero / masked_select shapes stay in the graph)"),
     "TCL101": "add print to torch._dynamo.config.reorderable_logging_functions (it then runs after the graph)",
     "TCL408": "set torch._dynamo.config.allow_rnn = True before compiling (Dynamo then traces nn.RNN/LSTM/GRU)",
+    "TCL501": ("set torch._dynamo.config.allow_unspec_int_on_nn_module = True before compiling (a module's int "
+               "counter is traced as a symbolic int and stops recompiling each call)"),
 }
 
 
 def remedy(code: str, package: str, category: str = "graph-break") -> str:
     """The fix text of a finding in `package` (`zuko==1.6.0`) under rule `code`."""
     if category != "graph-break":
+        if code in SETTINGS:
+            return f"in {package}, which you do not edit: {SETTINGS[code]}"
         return (f"in {package}, which you do not edit: mark the varying dimension dynamic at your compile call "
                 f"(torch._dynamo.mark_dynamic(x, dim)), or compile with dynamic=True")
     ways = [SETTINGS[code]] if code in SETTINGS else []

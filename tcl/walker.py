@@ -87,6 +87,18 @@ class Candidate:
     # on every path here (`h = [nan] * n` ... `torch.tensor([ids] * n)`): Dynamo guards the
     # value once, at the first use, and the recompile cites that line; this one adds no guard.
     guarded_at: "Candidate | None" = None
+    # The settings that remove this finding where they differ from its rule's (`report`'s
+    # `removed_by`): TCL501 on a module-level dict is not removed by a module-attribute setting.
+    removed_by: frozenset | None = None
+
+    @property
+    def removed_settings(self) -> frozenset:
+        return self.rule.removed_by if self.removed_by is None else self.removed_by
+
+    def holds_under(self, settings: frozenset[str]) -> bool:
+        """Whether the hazard exists when the program turns on `settings` (Rule.holds_under,
+        with this finding's own `removed_by`)."""
+        return not (self.removed_settings & settings) and self.rule.needs_settings <= settings
 
 
 class CallSite(NamedTuple):
@@ -331,10 +343,12 @@ class FunctionWalker(cst.CSTVisitor):
         return False
 
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None,
-               resumes: bool | None = None, guards: cst.BaseExpression | None = None) -> None:
+               resumes: bool | None = None, guards: cst.BaseExpression | None = None,
+               removed_by: frozenset | None = None) -> None:
         """A finding of `rule` at `node`; `resumes=False`: Dynamo cannot resume after this one
         break although the rule's others resume (default: the rule's `resumes`); `guards`: the
-        size whose exact value this use fixes (a recompile rule's specialising use)."""
+        size whose exact value this use fixes (a recompile rule's specialising use); `removed_by`:
+        the settings that remove this finding, where they differ from the rule's."""
         if self.first_call_branches and rule.category == "graph-break":
             return  # breaks only the first call (is_state_initialisation): not a steady-state hazard
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
@@ -343,6 +357,7 @@ class FunctionWalker(cst.CSTVisitor):
                               amplifier, evidence)
         candidate.nested = self.inside_nested_function()
         candidate.resumes = rule.resumes if resumes is None else resumes
+        candidate.removed_by = removed_by
         if guards is not None and not candidate.nested:
             self._note_size_guard(guards, candidate)
         if rule.category == "recompile" and not candidate.nested:

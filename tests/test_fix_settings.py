@@ -250,6 +250,55 @@ def test_verify_keeps_allow_rnn_when_the_lstm_traces(tmp_path, capsys):
     assert "TCL408 fixed (verified on 1 example: breaks 1 -> 0)" in out.out + out.err
 
 
+COUNTER_MODEL = """
+    import torch
+    from torch import nn
+
+
+    class EveryFourth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            if self.calls % 4 == 0:
+                x = x * 2
+            self.calls += 1
+            return self.lin(x)
+
+
+    model = torch.compile(EveryFourth())
+"""
+
+
+def test_a_module_counter_gets_allow_unspec_int_at_the_compile_call(tmp_path, capsys):
+    """The recompile fix of TCL501 for a module attribute: the setting that traces it as a
+    symbolic int (measured by the rule examples' test: compilations stop growing with calls)."""
+    user = write(tmp_path, "counter.py", COUNTER_MODEL)
+    assert [(f.code, f.line) for f in check([user])[0]] == [("TCL501", 13)]
+    main(["fix", str(user), "--no-config", "--unsafe-fixes"])
+    out = capsys.readouterr()
+    assert "It removes the recompiles at line 13" in out.out + out.err
+    main(["fix", str(user), "--no-config", "--apply", "--unsafe-fixes"])
+    assert ("torch._dynamo.config.allow_unspec_int_on_nn_module = True\nmodel = torch.compile(EveryFourth())"
+            in user.read_text())
+    assert check([user]) == ([], [])  # tcl check reads the setting back
+
+
+def test_verify_keeps_allow_unspec_int_when_the_recompiles_go_down(tmp_path, capsys):
+    """A stateful example: eager and compiled runs each start from a copy of the module as built."""
+    user = write(tmp_path, "counter.py", COUNTER_MODEL + """
+
+    def tcl_examples():
+        return [(EveryFourth(), (torch.randn(3, 4),), {})]
+    """)
+    assert main(["fix", str(user), "--no-config", "--apply", "--verify"]) in (0, 1)
+    out = capsys.readouterr()
+    assert "torch._dynamo.config.allow_unspec_int_on_nn_module = True" in user.read_text()
+    assert "TCL501 fixed (verified on 1 example: breaks 0 -> 0, recompiles 4 -> 1)" in out.out + out.err
+
+
 @pytest.mark.skipif(__import__("tcl.torch_version", fromlist=["installed"]).installed() != (2, 13),
                     reason="the wrong result was measured on torch 2.13")
 def test_verify_rejects_the_setting_where_compiled_results_go_wrong(tmp_path, capsys):

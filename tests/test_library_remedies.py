@@ -62,8 +62,35 @@ def _breaks(fn, x, settings) -> int:
     return len(result.breaks)
 
 
+class _Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * 2
+
+
+# Recompile rules: the setting stops the compilations growing with the number of calls.
+RECOMPILE_CASES = {
+    "TCL501": (_Counter, lambda: torch.ones(3), {"allow_unspec_int_on_nn_module": True}),
+}
+
+
 def test_every_setting_has_a_case():
-    assert set(CASES) == set(SETTINGS)
+    assert set(CASES) | set(RECOMPILE_CASES) == set(SETTINGS)
+
+
+@pytest.mark.parametrize("code", sorted(RECOMPILE_CASES))
+def test_the_setting_stops_the_recompiles_on_the_installed_compiler(code):
+    from tcl.verify.recompiles import count_compiles
+
+    build, make_input, settings = RECOMPILE_CASES[code]
+    assert count_compiles(build(), [(make_input(),)] * 6) == 6
+    with torch._dynamo.config.patch(**settings):
+        assert count_compiles(build(), [(make_input(),)] * 6) <= 2
+    assert "allow_unspec_int_on_nn_module" in remedy(code, "somelib==1.0", "recompile")
 
 
 @pytest.mark.parametrize("code", sorted(CASES))

@@ -80,18 +80,34 @@ def test_valid_example_is_clean(rule, example):
     assert report.findings == []
 
 
+def removed_by(rule, example) -> tuple[str, ...]:
+    """The settings that remove this example's hazard: its own where it says, else its rule's."""
+    return tuple(sorted(rule.removed_by if example.removed_by is None else example.removed_by))
+
+
 REMOVED_CASES = [
     pytest.param(rule, example, id=f"{rule.code}-removed-{i}")
     for rule in ALL_RULES if rule.removed_by
-    for i, example in enumerate(rule.INVALID)
+    for i, example in enumerate(rule.INVALID) if removed_by(rule, example)
+]
+KEPT_CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-kept-{i}")
+    for rule in ALL_RULES if rule.removed_by
+    for i, example in enumerate(rule.INVALID) if not removed_by(rule, example)
 ]
 
 
 @pytest.mark.parametrize("rule, example", REMOVED_CASES)
 def test_setting_silences_the_rule(rule, example):
     """A program that turns on the settings that remove a rule's breaks gets no finding of it."""
-    report = analyze(example.code, example_version(example), example.assume, tuple(sorted(rule.removed_by)))
+    report = analyze(example.code, example_version(example), example.assume, removed_by(rule, example))
     assert [f for f in report.findings if f.code == rule.code] == []
+
+
+@pytest.mark.parametrize("rule, example", KEPT_CASES)
+def test_an_example_the_setting_does_not_reach_is_still_reported(rule, example):
+    report = analyze(example.code, example_version(example), example.assume, tuple(sorted(rule.removed_by)))
+    assert sorted({f.line for f in report.findings if f.code == rule.code}) == example.expected_lines()
 
 
 def test_a_setting_in_the_file_counts():
@@ -115,26 +131,42 @@ def _settings(example):
 
 @pytest.mark.parametrize("rule, example", REMOVED_CASES)
 def test_setting_removes_the_break_on_installed_torch(rule, example):
-    """What `removed_by` claims, on the compiler: under the settings the example's lines do not break."""
+    """What `removed_by` claims, on the compiler: under the settings the example's lines do not
+    break; for a recompile rule, the compilations stop growing with the number of calls."""
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
+    settings = {name: True for name in removed_by(rule, example)}
+    if rule.category == "recompile":
+        with torch._dynamo.config.patch(**settings):
+            few, many = compiles(example, repeat=6), compiles(example, repeat=12)
+        assert few == many <= 3, (few, many)
+        return
     from tcl.oracle import probe_source
 
-    with torch._dynamo.config.patch(**{name: True for name in rule.removed_by}):
+    with torch._dynamo.config.patch(**settings):
         result = probe_source(example.code, example.entry, example.args)
     assert result.exception is None
     assert set(runtime_lines(result, rule)) & set(example.expected_lines()) == set()
+
+
+@pytest.mark.parametrize("rule, example", [case for case in KEPT_CASES if case.values[0].category == "recompile"])
+def test_an_example_the_setting_does_not_reach_still_recompiles(rule, example):
+    with torch._dynamo.config.patch(**{name: True for name in rule.removed_by}):
+        assert compiles(example, repeat=6) == 6
 
 
 def runtime_lines(result, rule):
     return sorted({b.line - rule.runtime_line_offset for b in result.breaks})
 
 
-def compiles(example) -> int:
-    """Compilations over the example's calls (recompile rules)."""
+def compiles(example, repeat: int | None = None) -> int:
+    """Compilations over the example's calls (recompile rules); `repeat`: its first call, that
+    many times."""
     from tcl.verify.recompiles import count_compiles
 
     target, calls, options = _compile_target(example)
+    if repeat is not None:
+        calls = [calls[0]] * repeat
     return count_compiles(target, calls, **options)
 
 

@@ -93,11 +93,11 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
     fixes: dict[str, Fix] = {}
     branching = _functions_branching_on_captured_scalars(analysis)
     for finding, candidate in pairs:
-        if not candidate.rule.removed_by:
+        if not candidate.removed_settings:
             continue
         if finding.library:
             statement = _compile_statement(analysis, candidate.function, parents, module)
-        elif "capture_scalar_outputs" in candidate.rule.removed_by and id(candidate.function.node) in branching:
+        elif "capture_scalar_outputs" in candidate.removed_settings and id(candidate.function.node) in branching:
             # The scalar steers a Python branch in the same function: under the setting the break
             # moves to the branch (TCL208), and nothing is gained. In installed code the same
             # case is left to --verify, which sees whether the breaks go down.
@@ -106,14 +106,15 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
             statement = _own_compile_statement(candidate.function, analysis.index, parents)
         if statement is None:
             continue
-        for setting in sorted(candidate.rule.removed_by):
+        for setting in sorted(candidate.removed_settings):
             key = setting  # one line per setting: once it is in the file, it holds for every compile
             if key in fixes:
                 continue
+            what = "the recompiles" if candidate.rule.category == "recompile" else "the break"
             fixes[key] = _setting_fix(
                 setting, statement, module, finding.code, finding.line, finding.col,
-                f"It removes the break in {finding.library.split(':')[0]}, code you do not edit"
-                if finding.library else f"It removes the break at line {finding.line}, which has no rewrite")
+                f"It removes {what} in {finding.library.split(':')[0]}, code you do not edit"
+                if finding.library else f"It removes {what} at line {finding.line}, which has no rewrite")
     return list(fixes.values())
 
 

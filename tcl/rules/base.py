@@ -42,6 +42,10 @@ class Example:
     # torch._dynamo.config settings the example runs under, statically and on the compiler
     # (tcl/dynamo_settings.py): ("capture_scalar_outputs",).
     settings: tuple[str, ...] = ()
+    # The settings that remove this example's hazard where they differ from its rule's
+    # `removed_by` (None: the rule's): () for TCL501's module-level dict, which
+    # allow_unspec_int_on_nn_module does not reach.
+    removed_by: tuple[str, ...] | None = None
 
     def expected_lines(self) -> list[int]:
         return [i for i, line in enumerate(self.code.splitlines(), 1) if "# BREAK" in line]

@@ -100,6 +100,8 @@ class ModuleIntCounter(Rule):
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
     persistent = True  # every call changes the int: automatic dynamic shapes never absorbs it
+    # Module attributes only: a module-level dict's int is reported whatever the setting.
+    removed_by = frozenset({"allow_unspec_int_on_nn_module"})
     rationale = (
         "Dynamo specialises on Python ints it reads from nn.Module attributes and module-level "
         "dicts. `self.step += 1` in forward, or `COUNTS['step'] += 1`, makes each call see a new "
@@ -108,7 +110,10 @@ class ModuleIntCounter(Rule):
         "read in the frame, which is where it is reported. Measured on torch 2.13: a recompile on every "
         "call for a module's int attribute, `self.i = (self.i + n) % size` and an int in a "
         "module-level dict; one compilation for a tensor counter; two for an int in a dict an "
-        "object holds (optimizer state: symbolic after its first change)."
+        "object holds (optimizer state: symbolic after its first change). With "
+        "torch._dynamo.config.allow_unspec_int_on_nn_module = True a module's int attribute is traced "
+        "as a symbolic int: over 6 calls `self.step += 1` compiles 2 graphs, `if self.calls % 4 == 0` "
+        "3 (one per outcome) instead of 6; the module-level dict is not affected."
     )
     VALID = [Example('''
 import torch
@@ -153,7 +158,7 @@ COUNTS = {"step": 0}
 def fn(x):
     COUNTS["step"] += 1  # BREAK
     return x * COUNTS["step"]
-'''), Example('''
+''', removed_by=()), Example('''
 import torch
 from torch import nn
 
@@ -216,11 +221,12 @@ class EveryFourth(nn.Module):
                 return  # an earlier update of the same counter reported it
             if first is None and isinstance(node, type(target)) and code(node) == wanted:
                 first = node
+        removed_by = None if name.startswith("self.") else frozenset()
         if first is None:
-            ctx.report(self, update, self.message.format(target=name))
+            ctx.report(self, update, self.message.format(target=name), removed_by=removed_by)
             return
         update_text = code(update).strip().splitlines()[0]
-        ctx.report(self, first, self.message_read.format(target=name, update=update_text))
+        ctx.report(self, first, self.message_read.format(target=name, update=update_text), removed_by=removed_by)
 
 
 class RangeOverIntArgument(Rule):
