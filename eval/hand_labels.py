@@ -26,6 +26,10 @@ Two samples (``--sample``; default: both, each package that is installed):
   speechbrain (every 3rd finding); install with
   ``pip install --no-deps -r eval/requirements-labels-sample12.txt``.
 
+A label whose finding tcl now reports at another line of the same hazard (session 26: TCL501 at a
+counter's first read, where the compiler's failing guard points, not at its update) is moved
+there with a `moved` note that keeps the line it was given at; its verdict is unchanged.
+
 Run from the checkout root with the interpreter whose site-packages holds the packages:
 
     PYTHONPATH=. /work/venvs/eval/bin/python eval/hand_labels.py [--sample NAME] [--site-packages DIR] [-j N]

@@ -736,3 +736,25 @@ def test_the_compiler_names_a_counters_first_read():
         reasons = [c.reason for c in trace.collect() if c.reason]
     assert len(reasons) == 3  # a recompile on every call after the first
     assert all(f"every_fourth.py:{marked} in forward" in reason for reason in reasons), reasons
+
+
+def test_a_counter_reset_before_its_update_does_not_hide_it(tmp_path):
+    """speechbrain's LiGRU: `if cnt + n > limit: cnt = 0` (a reset) before `cnt = cnt + n`."""
+    source = """
+    import torch
+    from torch import nn
+
+
+    class Drop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cnt = 0
+
+        def forward(self, x):
+            if self.cnt + 2 > 8:
+                self.cnt = 0
+            x = x * self.cnt
+            self.cnt = self.cnt + 2
+            return x
+    """
+    assert check(tmp_path, source) == [("TCL501", 12)]

@@ -215,10 +215,10 @@ class EveryFourth(nn.Module):
         for node in live_nodes(ctx.function.node.body, ctx.index):
             if node is update:
                 break
-            if isinstance(node, (cst.AugAssign, cst.Assign)) and any(
-                    code(t) == wanted for t in ([node.target] if isinstance(node, cst.AugAssign)
-                                                else [t.target for t in node.targets])):
-                return  # an earlier update of the same counter reported it
+            if isinstance(node, cst.AugAssign) and code(node.target) == wanted or (
+                    isinstance(node, cst.Assign) and len(node.targets) == 1
+                    and code(node.targets[0].target) == wanted and _reads(node.value, node.targets[0].target)):
+                return  # an earlier update of the same counter reported it (a reset, `= 0`, is no update)
             if first is None and isinstance(node, type(target)) and code(node) == wanted:
                 first = node
         removed_by = None if name.startswith("self.") else frozenset()
