@@ -23,6 +23,12 @@ the breaks go down and none of them has a GB id the run without the settings lac
 the model keeps its breaks as they were (what `tcl fix --verify` does with a fix that does not
 prove out).
 
+`--recompiles` measures the recompile fix instead (TCL501's `allow_unspec_int_on_nn_module`):
+the models whose stored three-shape run (eval/worker.py) has persistent recompiles, the settings
+the findings of recompile rules call for, and the persistent recompiles of the same three calls
+without and with them (kept when the compiled run works, matches eager, breaks do not go up and
+the persistent recompiles go down).
+
 `--from runtime` takes the settings instead from the breaks the model hits as written (its stored
 oracle output), as `tcl fix --verify` does for a file whose examples reproduce the run:
 tcl.fixes.settings.settings_for_breaks of their GB ids. `--from both` is what `tcl fix --verify`
@@ -45,8 +51,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, ROOT)
 
 
-def child_run(name: str, settings: list[str], out_path: str) -> int:
-    """Build `name`, run it eagerly twice, then compiled under `settings`."""
+def child_run(name: str, settings: list[str], out_path: str, recompiles: bool = False) -> int:
+    """Build `name`, run it eagerly twice, then compiled under `settings` (`recompiles`: and its
+    three-shape calls, counting persistent recompiles)."""
     import fix_library as fl
 
     fl._eval_imports()
@@ -58,8 +65,8 @@ def child_run(name: str, settings: list[str], out_path: str) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from models import MODELS
-    from worker import library_files, library_roots
+    from models import MODELS, SHAPED
+    from worker import _three_shapes, library_files, library_roots
 
     from tcl.oracle import _call, _fresh, probe
 
@@ -88,6 +95,11 @@ def child_run(name: str, settings: list[str], out_path: str) -> int:
         except Exception as exc:  # noqa: BLE001 -- the compiled run's failure is the result
             out = ("raised", f"{type(exc).__name__}: {exc}"[:300])
         torch._dynamo.reset()
+        if recompiles:
+            fl.seed()
+            shapes = _three_shapes(builder if name in SHAPED else None, model, args, kwargs)
+            result["persistent"] = len(shapes.get("persistent") or [])
+            result["shapes_error"] = shapes.get("error")
     result["breaks"] = [{"path": os.path.realpath(b.path), "line": b.line, "gb": b.gb} for b in found.breaks]
     result["compile_error"] = found.default_error
     result["compare"] = fl.compare(first, again, out)
@@ -95,8 +107,9 @@ def child_run(name: str, settings: list[str], out_path: str) -> int:
     return 0
 
 
-def settings_for(name: str, entry: dict, python: str, assume: list[str]) -> tuple[list[str], list[str]]:
-    """(the settings tcl's findings for this model call for, the findings' codes)."""
+def settings_for(name: str, entry: dict, python: str, assume: list[str],
+                 category: str = "graph-break") -> tuple[list[str], list[str]]:
+    """(the settings tcl's findings of `category` rules for this model call for, their codes)."""
     from tcl.rules import BY_CODE
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,7 +131,7 @@ def settings_for(name: str, entry: dict, python: str, assume: list[str]) -> tupl
     codes = []
     for finding in findings:
         rule = BY_CODE.get(finding["code"])
-        if finding.get("library") and rule is not None and rule.removed_by:
+        if finding.get("library") and rule is not None and rule.removed_by and rule.category == category:
             settings |= rule.removed_by
             codes.append(finding["code"])
     return sorted(settings), codes
@@ -146,18 +159,21 @@ def main(argv=None) -> int:
     parser.add_argument("--from", dest="source", choices=("findings", "runtime", "both"), default="findings",
                         help="where the settings come from: tcl check's findings (default), the breaks the "
                              "model hits as written, or both (tcl fix --verify)")
+    parser.add_argument("--recompiles", action="store_true",
+                        help="measure the recompile fix: models with persistent recompiles, the settings "
+                             "recompile rules call for, persistent recompiles before and after")
     parser.add_argument("--report", metavar="JSON", help="print the table of a saved --json result and exit")
-    parser.add_argument("--child", nargs=3, metavar=("NAME", "SETTINGS", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=4, metavar=("NAME", "SETTINGS", "OUT", "RECOMPILES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        name, settings, out = args.child
-        return child_run(name, [s for s in settings.split(",") if s], out)
+        name, settings, out, recompiles = args.child
+        return child_run(name, [s for s in settings.split(",") if s], out, recompiles == "1")
     import fix_library as fl
 
     if args.report:
         data = json.load(open(args.report, encoding="utf-8"))
         rows = [_row(name, item) for name, item in sorted(data["models"].items())]
-        _print_table(fl, data["split"], rows)
+        _print_table(fl, data["split"], rows, data.get("measure", "breaks"))
         return 0
 
     fl._eval_imports()
@@ -169,7 +185,7 @@ def main(argv=None) -> int:
         path = os.path.join(args.results_dir, f"{name}.json")
         if SPLIT.get(name) == args.split and os.path.exists(path):
             data = json.load(open(path, encoding="utf-8"))
-            if data.get("breaks"):
+            if (data.get("recompiles") or {}).get("persistent") if args.recompiles else data.get("breaks"):
                 stored[name] = data
     names = args.models.split(",") if args.models else sorted(stored)
     rows, results = [], {}
@@ -186,13 +202,16 @@ def main(argv=None) -> int:
             entry = entries.get(name, {})
             settings, codes = [], []
             if args.source != "runtime" and "entry" in entry:
-                settings, codes = settings_for(name, entry, args.python, assume)
+                settings, codes = settings_for(name, entry, args.python, assume,
+                                               "recompile" if args.recompiles else "graph-break")
             if args.source != "findings":
                 observed = runtime_settings(stored.get(name, {}).get("breaks", []))
                 settings = sorted(set(settings) | set(observed))
                 codes += [f"{gb} at run time" for gbs in observed.values() for gb in gbs]
             item = {"library": library, "mode": mode, "settings": settings, "codes": dict(collections.Counter(codes)),
-                    "stored_breaks": len(stored.get(name, {}).get("breaks", [])), "from": args.source}
+                    "stored_breaks": len(stored.get(name, {}).get("breaks", [])), "from": args.source,
+                    "measure": "recompiles" if args.recompiles else "breaks",
+                    "stored_persistent": len((stored.get(name, {}).get("recompiles") or {}).get("persistent") or [])}
             if settings:
                 for variant, chosen in (("without", []), ("with", settings)):
                     item[variant] = _variant(args, tmp, name, variant, chosen)
@@ -203,11 +222,13 @@ def main(argv=None) -> int:
             results[name] = item
             rows.append(_row(name, item))
             print(f"{name}: {rows[-1][1]} {item['before']} -> {item['after']} {item['verdict']}", flush=True)
-    before, after = _print_table(fl, args.split, rows)
+    measure = "recompiles" if args.recompiles else "breaks"
+    before, after = _print_table(fl, args.split, rows, measure)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"split": args.split, "from": args.source, "versions": fl.versions(), "models": results,
-                       "breaks_before": before, "breaks_after": after}, handle, indent=1, sort_keys=True)
+                       "measure": measure, f"{measure}_before": before, f"{measure}_after": after},
+                      handle, indent=1, sort_keys=True)
     return 0
 
 
@@ -223,11 +244,12 @@ def _row(name: str, item: dict) -> tuple:
     return name, ",".join(s.replace("capture_", "") for s in item["settings"]) or "-", before, after, verdict
 
 
-def _print_table(fl, split: str, rows: list[tuple]) -> tuple[int, int]:
+def _print_table(fl, split: str, rows: list[tuple], measure: str = "breaks") -> tuple[int, int]:
     before = sum(r[2] for r in rows)
     after = sum(r[3] for r in rows)
-    print(fl.table(("model", "settings", "breaks before", "after", "verdict"), rows))
-    print(f"split {split}: {len(rows)} models with breaks, {before} -> {after} runtime breaks "
+    what = "persistent recompiles" if measure == "recompiles" else "runtime breaks"
+    print(fl.table(("model", "settings", f"{measure} before", "after", "verdict"), rows))
+    print(f"split {split}: {len(rows)} models with {measure}, {before} -> {after} {what} "
           f"({before - after} removed, {100 * (before - after) / max(before, 1):.0f}%); settings kept on "
           f"{sum(1 for r in rows if r[4].startswith('kept'))} models; "
           f"{sum(1 for r in rows if r[4].startswith('not run'))} could not be run")
@@ -242,7 +264,8 @@ def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict
     out = os.path.join(tmp, f"{name}.{variant}.pt")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=ROOT,
                PYTHONDONTWRITEBYTECODE="1")
-    problem = fl.child(["--child", name, ",".join(chosen), out], env, out + ".log", args.timeout,
+    recompiles = "1" if getattr(args, "recompiles", False) else "0"
+    problem = fl.child(["--child", name, ",".join(chosen), out, recompiles], env, out + ".log", args.timeout,
                        script=__file__, python=args.python)
     if problem:
         return {"problem": problem[:300]}
@@ -250,11 +273,15 @@ def _variant(args, tmp: str, name: str, variant: str, chosen: list[str]) -> dict
     return {"breaks": len(got.get("breaks", [])), "compile_error": got.get("compile_error"),
             "compare": dict(got.get("compare", {})),
             "gbs": dict(collections.Counter(b["gb"] or "-" for b in got.get("breaks", []))),
-            "build_error": got.get("build_error")}
+            "build_error": got.get("build_error"), "persistent": got.get("persistent"),
+            "shapes_error": got.get("shapes_error")}
 
 
 def _verdict(item: dict) -> tuple[str, int, int]:
-    """(verdict, breaks before, breaks after): the settings are kept only when they prove out."""
+    """(verdict, breaks before, breaks after): the settings are kept only when they prove out.
+    For `--recompiles` the two counts are persistent recompiles."""
+    if item.get("measure") == "recompiles":
+        return _recompile_verdict(item)
     without, with_ = item.get("without"), item.get("with")
     if not item["settings"]:
         return "no setting called for", item["stored_breaks"], item["stored_breaks"]
@@ -277,6 +304,27 @@ def _verdict(item: dict) -> tuple[str, int, int]:
     if new_ids:
         return f"rejected: a new graph break ({', '.join(sorted(new_ids))})", before, before
     return "kept", before, with_["breaks"]
+
+
+def _recompile_verdict(item: dict) -> tuple[str, int, int]:
+    stored = item["stored_persistent"]
+    without, with_ = item.get("without"), item.get("with")
+    if not item["settings"]:
+        return "no setting called for", stored, stored
+    for run in (without, with_):
+        if not run or run.get("build_error") or run.get("problem") or run.get("persistent") is None:
+            why = (run or {}).get("build_error") or (run or {}).get("problem") or "no result"
+            return f"not run: {why[:80]}", stored, stored
+    before = without["persistent"]
+    if with_.get("compile_error") or with_.get("shapes_error"):
+        return f"rejected: {(with_.get('compile_error') or with_.get('shapes_error'))[:80]}", before, before
+    if not with_["compare"].get("identical"):
+        return f"rejected: compiled output differs ({with_['compare'].get('why', '')[:60]})", before, before
+    if with_["breaks"] > without["breaks"]:
+        return f"rejected: breaks went up ({without['breaks']} -> {with_['breaks']})", before, before
+    if with_["persistent"] >= before:
+        return f"rejected: persistent recompiles did not go down ({before} -> {with_['persistent']})", before, before
+    return "kept", before, with_["persistent"]
 
 
 if __name__ == "__main__":
