@@ -758,3 +758,27 @@ def test_a_counter_reset_before_its_update_does_not_hide_it(tmp_path):
             return x
     """
     assert check(tmp_path, source) == [("TCL501", 12)]
+
+
+def test_a_counter_read_only_on_some_calls_is_not_its_first_read(tmp_path):
+    """A read under a data test (`raise ...(f"... {self.step}")`) is not traced on the calls
+    that update the counter; the first read every such call makes is."""
+    source = """
+    import torch
+    from torch import nn
+
+
+    class Steps(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.step = 0
+
+        def forward(self, x):
+            if self.training and x.dim() > 3:
+                raise ValueError(f"bad input at step {self.step}")
+            y = x * 2
+            z = y + self.step
+            self.step += 1
+            return z
+    """
+    assert check(tmp_path, source) == [("TCL501", 15)]

@@ -79,6 +79,47 @@ def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
     return False
 
 
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    parents, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
+
+
+def _ancestors(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> set[int]:
+    found = set()
+    while node is not None:
+        found.add(id(node))
+        node = parents.get(id(node))
+    return found
+
+
+def _reached_with(read: cst.CSTNode, update_ancestors: set[int], parents: dict[int, cst.CSTNode]) -> bool:
+    """Whether every call that runs the update also runs `read` first: each block `read` sits
+    in only on some paths (an `if` branch, a loop body, the right of `and`/`or`, a handler) holds
+    the update too. (`raise ValueError(f"... {self.step}")` under a data test is not where the
+    guard is added.)"""
+    node = read
+    while id(node) not in update_ancestors:
+        parent = parents.get(id(node))
+        if parent is None:
+            return True
+        conditional = (
+            isinstance(parent, (cst.If, cst.IfExp, cst.While)) and node is not parent.test
+            or isinstance(parent, cst.For) and node is not parent.iter
+            or isinstance(parent, cst.BooleanOperation) and node is parent.right
+            or isinstance(parent, (cst.ExceptHandler, cst.Else, cst.Finally, cst.CompFor, cst.ListComp,
+                                   cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.Lambda))
+        )
+        if conditional:
+            return False
+        node = parent
+    return True
+
+
 class ModuleIntCounter(Rule):
     code = "TCL501"
     consequence_after = ": every call"
@@ -212,6 +253,8 @@ class EveryFourth(nn.Module):
         code = cst.Module([]).code_for_node
         wanted = code(target)
         first = None
+        parents = _parents(ctx.function.node.body)
+        before_update = _ancestors(update, parents)
         for node in live_nodes(ctx.function.node.body, ctx.index):
             if node is update:
                 break
@@ -219,7 +262,8 @@ class EveryFourth(nn.Module):
                     isinstance(node, cst.Assign) and len(node.targets) == 1
                     and code(node.targets[0].target) == wanted and _reads(node.value, node.targets[0].target)):
                 return  # an earlier update of the same counter reported it (a reset, `= 0`, is no update)
-            if first is None and isinstance(node, type(target)) and code(node) == wanted:
+            if first is None and isinstance(node, type(target)) and code(node) == wanted \
+                    and _reached_with(node, before_update, parents):
                 first = node
         removed_by = None if name.startswith("self.") else frozenset()
         if first is None:
