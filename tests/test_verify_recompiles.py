@@ -203,6 +203,19 @@ def test_remedies(reason, cause, wanted):
     assert wanted in explain.remedy({"reason": reason}, cause)
 
 
+def test_a_module_int_attribute_is_explained_as_one():
+    """Dynamo's hint names a module's int attribute: the cause is the counter, not a size, and the
+    remedy is a buffer or the setting `tcl fix` inserts (allow_unspec_int_on_nn_module)."""
+    reason = ("0/1: self.calls == 1 # if self.calls % 4 == 0: # m.py:12 in forward (HINT: torch.compile "
+              "considers integer attributes of the nn.Module to be static. ...)")
+    cause = explain._cause({"reason": reason, "guard_path": "m.py", "guard_line": 12,
+                            "guard_source": "if self.calls % 4 == 0:"})
+    assert cause["kind"] == "module int" and cause["line"] == 12
+    assert "reads self.calls, an int attribute of the module" in cause["text"]
+    fix = explain.remedy({"reason": reason}, cause)
+    assert "register_buffer('calls'" in fix and "allow_unspec_int_on_nn_module = True" in fix
+
+
 def test_use_of_a_specialising_line_and_guard_summary():
     assert [explain._use_of(s) for s in ("i = SIZES.index(x.shape[1])", "for i in range(1, seq_len):",
                                          "name = str(x.size(1))", "w = TABLE.get(x.shape[1], 1.0)",

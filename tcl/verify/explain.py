@@ -21,6 +21,9 @@ _INPUT_GUARD = re.compile(r"tensor '([^']+)' (size|stride) mismatch at index (\d
 _SIZE_EXPR = re.compile(r"([A-Za-z_][\w.]*(?:\[[^\]]*\])*)\.size\(\)\[(\d+)\]")
 _INT_GUARD = re.compile(r"^([A-Za-z_]\w*) == (-?\d+)$")
 _VALUE_GUARD = re.compile(r"size|(==|!=|<=|>=|<|>)\s*-?\d+\b")
+# Dynamo's own hint on a guard that failed on an nn.Module's int attribute (`self.calls == 3`).
+_MODULE_INT_HINT = "integer attributes of the nn.Module"
+_MODULE_INT_GUARD = re.compile(r"^(?:self|L\['self'\])\.([A-Za-z_]\w*)\s*[!=]=")
 _PREFIX = re.compile(r"^\d+/\d+:\s*")
 _NUMBERS = re.compile(r"\. expected -?\d+, actual -?\d+")
 
@@ -186,6 +189,16 @@ def _cause(rec: dict, shape=None) -> dict:
     local = _local_class(rec, shape) if shape is not None else None
     if local is not None:
         return local
+    attribute = _MODULE_INT_GUARD.match(guard_summary(reason))
+    if attribute and _MODULE_INT_HINT in reason:
+        name = f"self.{attribute.group(1)}"
+        source = _code(rec.get("guard_source") or "")
+        where = f"`{source}` reads {name}" if source else f"line {rec.get('guard_line')} reads {name}"
+        return {"kind": "module int", "path": rec.get("guard_path") or rec.get("path"),
+                "line": rec.get("guard_line") or rec.get("line"), "use": None, "source": source or None,
+                "name": name,
+                "text": f"{where}, an int attribute of the module that changes between calls: Dynamo "
+                        "specialises a module's int attributes, so every new value compiles again"}
     if rec.get("guard_path") and rec.get("guard_line"):
         source = _code(rec.get("guard_source") or "")
         use = "length" if guard_summary(reason).startswith("len(") else _use_of(source)
@@ -217,7 +230,15 @@ def remedy(rec: dict, cause: dict) -> str:
         out.append(f"torch._dynamo.mark_unbacked({dim[0]}, {dim[1]}) before the call: sizes 0 and 1 are "
                    "specialised by default, an unbacked size covers them in the same graph (a branch on "
                    "size == 1 then needs torch._check)")
-    if _INT_GUARD.match(guard) and cause["kind"] != "specialised":
+    if cause["kind"] == "module int":
+        name = cause.get("name") or "the attribute"
+        attr = name.split(".", 1)[-1]
+        out.append(f"keep {name} in a tensor buffer (self.register_buffer('{attr}', torch.zeros((), "
+                   f"dtype=torch.long)) in __init__, {name}.add_(1) in forward), or set "
+                   "torch._dynamo.config.allow_unspec_int_on_nn_module = True before compiling (a symbolic "
+                   "int then: a counter stops recompiling each call; `tcl fix --verify` inserts it where the "
+                   "file compiles the module)")
+    elif _INT_GUARD.match(guard) and cause["kind"] != "specialised":
         name = _INT_GUARD.match(guard).group(1)
         out.append(f"{name} is a Python int baked into the graph: keep it a tensor (a 0-d tensor, or "
                    f"sizes read from one) across the break or the call, or keep it fixed between calls")
