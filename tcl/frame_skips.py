@@ -71,19 +71,27 @@ def skip_scope(stack: Sequence[cst.CSTNode], resumable: Callable[[cst.With], boo
     return in_block, scope
 
 
-def ancestor_ids(root: cst.CSTNode, nodes: Sequence[cst.CSTNode]) -> list[set[int]]:
-    """For each of `nodes` (under `root`): the ids of it and of every node above it."""
+def parent_map(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """id of each node under `root` -> its parent."""
     parents, stack = {}, [root]
     while stack:
         node = stack.pop()
         for child in node.children:
             parents[id(child)] = node
             stack.append(child)
-    found = []
-    for node in nodes:
-        within = set()
-        while node is not None:
-            within.add(id(node))
-            node = parents.get(id(node))
-        found.append(within)
-    return found
+    return parents
+
+
+def ancestors(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> set[int]:
+    """The ids of `node` and of every node above it (`parents`: parent_map of a root above it)."""
+    within = set()
+    while node is not None:
+        within.add(id(node))
+        node = parents.get(id(node))
+    return within
+
+
+def ancestor_ids(root: cst.CSTNode, nodes: Sequence[cst.CSTNode]) -> list[set[int]]:
+    """For each of `nodes` (under `root`): the ids of it and of every node above it."""
+    parents = parent_map(root)
+    return [ancestors(node, parents) for node in nodes]

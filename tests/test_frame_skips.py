@@ -22,6 +22,7 @@ from tcl.config import Config
 from tcl.rules import ALL_RULES
 from tcl.runner import run
 
+from source_modules import load_module
 from test_rule_examples import INSTALLED, _settings, analyze, example_version
 
 CANNOT_RESUME = "Dynamo cannot resume after it"
@@ -187,15 +188,9 @@ def test_only_hazards_before_the_break_recompile(tmp_path):
 @pytest.mark.parametrize("entry, recompiles", [("before", True), ("after", False)])
 def test_the_compiler_recompiles_only_before_the_break(tmp_path, entry, recompiles):
     torch = pytest.importorskip("torch")
-    import importlib.util
-
     from tcl.verify.recompiles import count_compiles
 
-    path = tmp_path / "hazards.py"
-    path.write_text(textwrap.dedent(HAZARDS))
-    spec = importlib.util.spec_from_file_location("hazards", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(HAZARDS, tmp_path, "hazards")
     calls = [(torch.randn(size, 4), torch.tensor([1, 1])) for size in (3, 5, 7, 9)]
     compiles = count_compiles(getattr(module, entry), calls)
     assert (compiles > 2) is recompiles, compiles
@@ -246,15 +241,9 @@ def test_a_skip_after_an_exit_hides_the_hazards_after_that_exit(tmp_path):
 ])
 def test_the_compiler_skips_after_an_exit(tmp_path, entry, n, recompiles):
     torch = pytest.importorskip("torch")
-    import importlib.util
-
     from tcl.verify.recompiles import count_compiles
 
-    path = tmp_path / "after_exit.py"
-    path.write_text(textwrap.dedent(AFTER_EXIT))
-    spec = importlib.util.spec_from_file_location("after_exit", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(AFTER_EXIT, tmp_path, "after_exit")
     calls = [(torch.randn(size, 4), torch.tensor(n)) for size in (3, 5, 7, 9)]
     compiles = count_compiles(getattr(module, entry), calls)
     assert (compiles > 2) is recompiles, compiles

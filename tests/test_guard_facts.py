@@ -5,11 +5,11 @@ tcl stops reporting is what the compiler does not break on or recompile."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import pytest
 
+from source_modules import load_module
 from tcl.config import Config
 from tcl.runner import run
 
@@ -498,20 +498,19 @@ def test_only_the_first_use_of_a_size_fixes_it(tmp_path):
 
 
 def test_the_compiler_cites_only_the_first_use_of_a_size(tmp_path):
+    check_the_compiler_cites_line_8(tmp_path, REPEATED_SIZE, lambda torch, n: (torch.randn(n, 3), 2), (2, 3, 5, 7))
+
+
+def check_the_compiler_cites_line_8(tmp_path, source, inputs, sizes):
+    """Each of four sizes compiles again, and every specialisation names line 8 only."""
     torch = pytest.importorskip("torch")
     from tcl.verify.compile_trace import CompileTrace
 
-    path = tmp_path / "repeated_size.py"
-    path.write_text(textwrap.dedent(REPEATED_SIZE))
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("repeated_size", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(source, tmp_path, f"first_use_{abs(hash(source))}")
     torch._dynamo.reset()
     with CompileTrace() as trace:
-        for n in (2, 3, 5, 7):
-            module.fn(torch.randn(n, 3), 2)
+        for n in sizes:
+            module.fn(*inputs(torch, n))
             trace.next_call()
     compilations = trace.collect()
     assert len(compilations) == 4  # a recompile on every new size
@@ -544,24 +543,8 @@ def test_a_comprehensions_iterable_fixes_the_size_in_the_frame(tmp_path):
 
 
 def test_the_compiler_fixes_the_size_at_the_first_comprehension(tmp_path):
-    torch = pytest.importorskip("torch")
-    from tcl.verify.compile_trace import CompileTrace
-
-    path = tmp_path / "comprehension_size.py"
-    path.write_text(textwrap.dedent(COMPREHENSION_SIZE))
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("comprehension_size", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch._dynamo.reset()
-    with CompileTrace() as trace:
-        for t in (3, 5, 7, 9):
-            module.fn(torch.randn(2, t, 4), torch.randn(2, t, 4))
-            trace.next_call()
-    compilations = trace.collect()
-    assert len(compilations) == 4  # a recompile on every new length
-    assert {s.line for c in compilations for s in c.specialisations} == {8}
+    check_the_compiler_cites_line_8(tmp_path, COMPREHENSION_SIZE,
+                                    lambda torch, t: (torch.randn(2, t, 4), torch.randn(2, t, 4)), (3, 5, 7, 9))
 
 # speechbrain's SSIMLoss.sequence_mask: the default's branch reads the data, every caller passes a size.
 LENGTH_MASK = """
@@ -708,39 +691,28 @@ def test_arithmetic_on_a_tensor_kept_on_self_is_a_tensor(tmp_path):
                                            "s, e = self.curr_batch_idx, 2")) == []
 
 
-def test_the_compiler_names_a_counters_first_read():
+def test_the_compiler_names_a_counters_first_read(tmp_path):
     """TCL501 reports a module's int counter where the frame first reads it: the failing guard
     of every recompile names that line, not the update below it."""
     torch = pytest.importorskip("torch")
-    import importlib.util
-    import tempfile
-
     from tcl.rules.recompiles import ModuleIntCounter
     from tcl.verify.compile_trace import CompileTrace
 
     example = next(e for e in ModuleIntCounter.INVALID if e.entry == "EveryFourth")
     marked = next(i for i, line in enumerate(example.code.splitlines(), 1) if "# BREAK" in line)
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "every_fourth.py")
-        with open(path, "w") as f:
-            f.write(example.code)
-        spec = importlib.util.spec_from_file_location("every_fourth", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        torch._dynamo.reset()
-        model = torch.compile(module.EveryFourth(), backend="eager")
-        with CompileTrace() as trace:
-            for _ in range(4):
-                model(torch.randn(3))
-                trace.next_call()
-        reasons = [c.reason for c in trace.collect() if c.reason]
+    module = load_module(example.code, tmp_path, "every_fourth")
+    torch._dynamo.reset()
+    model = torch.compile(module.EveryFourth(), backend="eager")
+    with CompileTrace() as trace:
+        for _ in range(4):
+            model(torch.randn(3))
+            trace.next_call()
+    reasons = [c.reason for c in trace.collect() if c.reason]
     assert len(reasons) == 3  # a recompile on every call after the first
     assert all(f"every_fourth.py:{marked} in forward" in reason for reason in reasons), reasons
 
 
-def test_a_counter_reset_before_its_update_does_not_hide_it(tmp_path):
-    """speechbrain's LiGRU: `if cnt + n > limit: cnt = 0` (a reset) before `cnt = cnt + n`."""
-    source = """
+COUNTERS = """
     import torch
     from torch import nn
 
@@ -749,36 +721,24 @@ def test_a_counter_reset_before_its_update_does_not_hide_it(tmp_path):
         def __init__(self):
             super().__init__()
             self.cnt = 0
+            self.step = 0
 
         def forward(self, x):
             if self.cnt + 2 > 8:
                 self.cnt = 0
             x = x * self.cnt
             self.cnt = self.cnt + 2
-            return x
-    """
-    assert check(tmp_path, source) == [("TCL501", 12)]
-
-
-def test_a_counter_read_only_on_some_calls_is_not_its_first_read(tmp_path):
-    """A read under a data test (`raise ...(f"... {self.step}")`) is not traced on the calls
-    that update the counter; the first read every such call makes is."""
-    source = """
-    import torch
-    from torch import nn
-
-
-    class Steps(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.step = 0
-
-        def forward(self, x):
             if self.training and x.dim() > 3:
                 raise ValueError(f"bad input at step {self.step}")
-            y = x * 2
-            z = y + self.step
+            y = x + self.step
             self.step += 1
-            return z
-    """
-    assert check(tmp_path, source) == [("TCL501", 15)]
+            return y
+"""
+
+
+def test_the_first_read_every_update_makes_is_reported(tmp_path):
+    """speechbrain's LiGRU: `if cnt + n > limit: cnt = 0` is a reset before the update, not an
+    update (line 13). A read under a branch the update is outside of (`raise ...(f"...
+    {self.step}")` under a data test) is not traced on the calls that update the counter; the
+    first read every such call makes is (line 19)."""
+    assert check(tmp_path, COUNTERS) == [("TCL501", 13), ("TCL501", 19)]

@@ -7,6 +7,7 @@ import dataclasses
 import libcst as cst
 
 from ..dataflow import Kind, is_tensor
+from ..frame_skips import ancestors, parent_map
 from ..module_index import COMPILE_NAMES, is_false
 from ..names import dotted
 from .base import Example, Rule
@@ -77,24 +78,6 @@ def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
         elif isinstance(current, cst.UnaryOperation):
             stack.append(current.expression)
     return False
-
-
-def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
-    parents, stack = {}, [root]
-    while stack:
-        node = stack.pop()
-        for child in node.children:
-            parents[id(child)] = node
-            stack.append(child)
-    return parents
-
-
-def _ancestors(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> set[int]:
-    found = set()
-    while node is not None:
-        found.add(id(node))
-        node = parents.get(id(node))
-    return found
 
 
 def _reached_with(read: cst.CSTNode, update_ancestors: set[int], parents: dict[int, cst.CSTNode]) -> bool:
@@ -253,8 +236,8 @@ class EveryFourth(nn.Module):
         code = cst.Module([]).code_for_node
         wanted = code(target)
         first = None
-        parents = _parents(ctx.function.node.body)
-        before_update = _ancestors(update, parents)
+        parents = parent_map(ctx.function.node.body)
+        before_update = ancestors(update, parents)
         for node in live_nodes(ctx.function.node.body, ctx.index):
             if node is update:
                 break
