@@ -112,9 +112,9 @@ class ModuleIntCounter(Rule):
         "(guard {target} == N) until the recompile limit, then the frame runs eagerly"
     )
     message_read = (
-        "Python int {target} changes inside compiled code (`{update}` below): Dynamo guards on "
-        "its value where it is first read, here, so every call recompiles (guard {target} == N) "
-        "until the recompile limit, then the frame runs eagerly"
+        "Python int {target} changes inside compiled code (`{update}` below) and is first read "
+        "here: every call recompiles (guard {target} == N, added here) until the recompile limit, "
+        "then the frame runs eagerly"
     )
     fix = (
         "keep the counter in a tensor (register_buffer('step', torch.zeros((), dtype=torch.long)) "
