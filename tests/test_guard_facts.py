@@ -742,3 +742,40 @@ def test_the_first_read_every_update_makes_is_reported(tmp_path):
     {self.step}")` under a data test) is not traced on the calls that update the counter; the
     first read every such call makes is (line 19)."""
     assert check(tmp_path, COUNTERS) == [("TCL501", 13), ("TCL501", 19)]
+
+
+LIST_OF_SIZES = """
+    import torch
+
+
+    def as_list(x, y):
+        b, t = y.shape
+        assert list(x.size()) == [b, t, 4], "bad input"
+        return x * 2
+
+
+    def per_dim(x, y):
+        b, t = y.shape
+        assert x.size(0) == b and x.size(1) == t and x.size(2) == 4, "bad input"
+        return x * 2
+
+
+    as_list_step = torch.compile(as_list)
+    per_dim_step = torch.compile(per_dim)
+"""
+
+
+@pytest.mark.parametrize("entry", ["as_list", "per_dim"])
+def test_a_list_of_sizes_compared_with_sizes_does_not_specialise(tmp_path, entry):
+    """Issue 18 asked for a rewrite of `list(x.size()) == [...]` into per-dimension tests. On 2.13
+    the list form compared with other sizes stays symbolic, like the per-dimension form (one
+    automatic-dynamic recompile over four sizes of either dim); compared with a literal both
+    specialise. There is nothing to rewrite, and no rule reports it."""
+    torch = pytest.importorskip("torch")
+    from tcl.verify.recompiles import count_compiles
+
+    module = load_module(LIST_OF_SIZES, tmp_path, "list_of_sizes")
+    fn = getattr(module, entry)
+    assert count_compiles(fn, [(torch.randn(n, 16, 4), torch.randn(n, 16)) for n in (2, 3, 5, 7)]) == 2
+    assert count_compiles(fn, [(torch.randn(2, n, 4), torch.randn(2, n)) for n in (16, 17, 19, 23)]) == 2
+    assert check(tmp_path, LIST_OF_SIZES) == []
