@@ -727,22 +727,6 @@ class FileAnalysis(EntryPoints, CallResolver):
             return False
         return is_tensor(result.returns) or any(is_tensor(k) for k in result.tuple_returns or ())
 
-    def _reaches_drawing(self, key: int, callees: dict[int, list[int]], drawing: dict[int, bool]) -> bool:
-        """Whether the function or one it calls (as walked) calls into an image, plotting or
-        display library (api_entries.draws; `drawing` caches each function's own answer)."""
-        stack, seen = [key], set()
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if current not in drawing:
-                drawing[current] = draws(self.functions[current])
-            if drawing[current]:
-                return True
-            stack.extend(callees.get(current, ()))
-        return False
-
     def _settled_key(self, function: FunctionInfo):
         key = id(function)
         return (
@@ -951,23 +935,25 @@ class FileAnalysis(EntryPoints, CallResolver):
         for callee, callers in self.callers.items():
             for caller in callers:
                 callees[caller].append(callee)
-        drawing: dict[int, bool] = {}
+        drawing: dict[int, bool] = {}  # function -> whether its own body draws (api_entries.draws)
         for key, name in self.entries.items():
-            if key in self.api_entries:
-                if not self._computes_tensors(key):
-                    continue  # a utility (I/O, a training loop, a data filter): not what users compile
-                if self._reaches_drawing(key, callees, drawing):
-                    continue  # visualisation (`Results.plot`): not what users compile either
-                name += API_MARK  # `reached from odeint (public API)`: why it counts as compiled
-            stack = [key]
-            seen = set()
+            if key in self.api_entries and not self._computes_tensors(key):
+                continue  # a utility (I/O, a training loop, a data filter): not what users compile
+            stack, seen = [key], set()
             while stack:
                 current = stack.pop()
-                if current in seen:
-                    continue
-                seen.add(current)
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(callees.get(current, ()))
+            if key in self.api_entries:
+                for current in seen:
+                    if current not in drawing:
+                        drawing[current] = draws(self.functions[current])
+                if any(drawing[current] for current in seen):
+                    continue  # visualisation (`Results.plot`): not what users compile either
+                name += API_MARK  # `reached from odeint (public API)`: why it counts as compiled
+            for current in seen:
                 reach[current].update(name.split(", "))  # a wrapper's or reached entry's several names
-                stack.extend(callees.get(current, ()))
         output = []
         for key, result in self.results.items():
             if not reach[key]:

@@ -98,7 +98,7 @@ class Candidate:
     def holds_under(self, settings: frozenset[str]) -> bool:
         """Whether the hazard exists when the program turns on `settings` (Rule.holds_under,
         with this finding's own `removed_by`)."""
-        return not (self.removed_settings & settings) and self.rule.needs_settings <= settings
+        return self.rule.holds_under(settings, self.removed_settings)
 
 
 class CallSite(NamedTuple):
@@ -266,8 +266,7 @@ class FunctionWalker(cst.CSTVisitor):
         # Sizes a recompile rule saw fixed to one value (_size_key, the block within which
         # every later point comes after that use, its candidate): later uses add no guard.
         self._size_guards: list[tuple] = []
-        self._exited = False  # the walk has passed a return, break or continue of this function
-        self._exits = 0  # how many of them
+        self._exits = 0  # the returns, breaks and continues of this function the walk has passed
         # An nn.Module __init__ every traced caller runs where the compiled call runs eagerly:
         # Dynamo compiles it as a frame of its own (see runs_eagerly_here).
         self.eager_construction = bool(facts) and bool(facts.get(EAGER_CONSTRUCTION))
@@ -496,7 +495,7 @@ class FunctionWalker(cst.CSTVisitor):
     def _graph_ends(self) -> None:
         # The function breaks on every call only if no earlier return can leave before
         # (torchtune's `if not normalize: return ...` ahead of a data-dependent test).
-        self.result.breaks = self.result.breaks or not self._exited
+        self.result.breaks = self.result.breaks or not self._exits
         self.crossed = set(self.env)
 
     def _note_skip(self, rule, candidate: "Candidate | None") -> None:
@@ -507,7 +506,7 @@ class FunctionWalker(cst.CSTVisitor):
         follows it in that block (every path there passes it), not what came before."""
         skips, scope = skip_scope(self.stack, self._resumable)
         if skips:
-            self._skips.append((rule, scope, candidate, not self._exited, self._exits))
+            self._skips.append((rule, scope, candidate, not self._exits, self._exits))
         elif candidate is not None and not candidate.resumes and not candidate.nested:
             # Dynamo compiles the graph up to here and runs the rest of the frame eagerly.
             self._skips.append((rule, scope, candidate, False, None))
@@ -830,7 +829,6 @@ class FunctionWalker(cst.CSTVisitor):
 
     def _passed_exit(self) -> None:
         if not self.inside_nested_function():
-            self._exited = True
             self._exits += 1
 
     leave_Continue = leave_Break

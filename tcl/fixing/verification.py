@@ -311,7 +311,7 @@ def _run_example(example, torch, probe, unwrap_compiled) -> dict:
             torch.manual_seed(SEED)
             row["compiled"] = _detach(torch.compile(_fresh(built), backend="eager")(*args, **kwargs))
             torch._dynamo.reset()
-            result = probe(_fresh(built), args, kwargs, modes=("default",), fresh_target=True)
+            result = probe(built, args, kwargs, modes=("default",), fresh_target=True)  # it copies
             row["breaks"] = [b.gb for b in result.breaks]
             graphs = _graphs_per_call(_fresh(built), args, kwargs, 6)
             row["recompiles"] = graphs[1]

@@ -132,9 +132,11 @@ class Rule:
         return mode in cls.modes and version_matches(cls.versions, version)
 
     @classmethod
-    def holds_under(cls, settings: frozenset[str]) -> bool:
-        """Whether the rule's hazard exists when the program turns on `settings`."""
-        return not (cls.removed_by & settings) and cls.needs_settings <= settings
+    def holds_under(cls, settings: frozenset[str], removed_by: frozenset[str] | None = None) -> bool:
+        """Whether the rule's hazard exists when the program turns on `settings` (`removed_by`:
+        a finding's own, where it narrows the rule's: walker.Candidate.removed_by)."""
+        removed = cls.removed_by if removed_by is None else removed_by
+        return not (removed & settings) and cls.needs_settings <= settings
 
     @classmethod
     def hooks(cls) -> dict[str, str]:
