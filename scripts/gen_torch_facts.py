@@ -636,12 +636,39 @@ def _stub_returns(torch_dir: Path) -> dict[str, dict[str, set[str]]]:
     return stubs
 
 
+# The signature line torch's docstrings open with (`broadcast_shapes(*shapes) -> Size`) and the
+# type comment of TorchScript-era functions (`# type: (Tensor, float) -> Tensor`): where a Python
+# function has no return annotation, these are torch's own word on what it returns.
+_DOC_SIGNATURE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?(?P<name>[A-Za-z_]\w*)\(.*\)\s*->\s*(?P<ret>.+?)\s*$")
+_TYPE_COMMENT = re.compile(r"^\s*#\s*type:\s*\(.*\)\s*->\s*(?P<ret>.+?)\s*$")
+
+
+def _documented_return(name: str, obj) -> str | None:
+    """The return type a function without an annotation documents: its type comment, else its
+    docstring's first line when that line is its own signature."""
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError):
+        source = ""
+    for line in source.splitlines()[1:12]:
+        found = _TYPE_COMMENT.match(line)
+        if found:
+            return found.group("ret").strip("()")
+    doc = (inspect.getdoc(obj) or "").strip()
+    found = _DOC_SIGNATURE.match(doc.splitlines()[0]) if doc else None
+    if found and found.group("name") in (name, getattr(obj, "__name__", name)):
+        return found.group("ret")
+    return None
+
+
 def _returns_of(name: str, obj, stubs) -> str | None:
     if inspect.isfunction(obj):
         try:
             text = _annotation_text(inspect.signature(obj).return_annotation)
         except (TypeError, ValueError):
             return None
+        if not text:
+            text = _documented_return(name, obj)
         return _classify({text}) if text else None
     if inspect.isbuiltin(obj) or type(obj).__name__ in ("builtin_function_or_method",):
         module = getattr(obj, "__module__", None) or ""
