@@ -365,6 +365,10 @@ def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
             return Kind.MODULE if cls.is_module else Kind.UNKNOWN
         if qualname in index.known_modules:
             return Kind.MODULE
+        if qualname in TORCH_META_FUNCTIONS or torch_facts.return_kind(qualname) == "python":
+            # What torch says returns a Python value, as a call in traced code is judged:
+            # `self._batch_shape = torch.broadcast_shapes(...)` holds a torch.Size.
+            return Kind.META
         if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
             return Kind.UNKNOWN if last[:1].isupper() else Kind.TENSOR
         if qualname.startswith("builtins."):

@@ -295,7 +295,21 @@ def fn(x):
     assert (x.abs() >= 0).all(), "magnitudes are non-negative"
     assert x.shape[0] == 4, f"bad batch {x.shape}"
     return x + 1
-'''),
+'''), Example('''
+import torch
+from torch import nn
+
+class BatchedKL(nn.Module):
+    def __init__(self):
+        super().__init__()
+        # torch documents broadcast_shapes as returning a torch.Size: the assert compares sizes
+        self._batch_shape = torch.broadcast_shapes((4, 1), (1,))
+
+    def forward(self, x):
+        kl = x.sum(-1)
+        assert kl.shape == self._batch_shape, kl.shape
+        return kl
+''', entry="BatchedKL", args="(torch.randn(4, 1, 3),)"),
     ]
     INVALID = [Example('''
 import torch
