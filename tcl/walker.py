@@ -914,11 +914,7 @@ class FunctionWalker(cst.CSTVisitor):
         if callee is not None and all(self._forwards_entry_varargs(arg) for arg in node.args if arg.star):
             literals = {}
             for i, arg in enumerate(arg for arg in node.args if not arg.star):
-                literal = literal_value(arg.value)
-                if literal is None and isinstance(arg.value, cst.Name) and arg.value.value in self.constants \
-                        and arg.value.value not in self.assigned:
-                    # `self._once(x, profile)` where every caller gave this function profile=False
-                    literal = (True, self.constants[arg.value.value])
+                literal = self.literal(arg.value)
                 if literal is not None:
                     literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
         site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals, frozenset(fixed))
@@ -950,6 +946,16 @@ class FunctionWalker(cst.CSTVisitor):
             self._returned_by_break = original_node
 
     # -- helpers -------------------------------------------------------------------------
+    def literal(self, node: cst.BaseExpression):
+        """(True, value) for a literal, or for a parameter every traced caller gives one literal
+        and the function has not reassigned (`self._once(x, profile)` where every caller gave
+        profile=False); None otherwise."""
+        literal = literal_value(node)
+        if literal is None and isinstance(node, cst.Name) and node.value in self.constants \
+                and node.value not in self.assigned:
+            literal = (True, self.constants[node.value])
+        return literal
+
     def inside_nested_function(self) -> bool:
         return any(isinstance(n, (cst.FunctionDef, cst.Lambda)) for n in self.stack[:-1])
 

@@ -318,6 +318,17 @@ def fn(x):
     drop = nn.Dropout(0.1)
     norm = nn.LayerNorm(4, elementwise_affine=False)
     return norm(drop(x)) + counter.n + counter.seen.sum()
+'''), Example('''
+import torch
+
+def rand_angles(n, requires_grad=False):
+    # every traced caller leaves requires_grad False: requires_grad_(False) is traced
+    alpha = torch.rand(n).detach().requires_grad_(requires_grad)
+    return alpha.cos().requires_grad_(False)
+
+@torch.compile
+def fn(x):
+    return x * rand_angles(4)
 ''')]
     INVALID = [
         Example('''
@@ -393,6 +404,9 @@ def fn(x):
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+            flag = node.args[0].value if node.args else None
+            if flag is not None and ctx.literal(flag) == (True, False):
+                return  # measured on 2.13: requires_grad_(False) is traced, no break
             if is_tensor(ctx.kind(func.value)):
                 ctx.report(self, node, self.message.format(what=".requires_grad_()"), gb="GB8985")
             return
