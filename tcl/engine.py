@@ -963,10 +963,17 @@ class FileAnalysis(EntryPoints, CallResolver):
             own = key in self.entries and self.entries[key] == self.functions[key].qualname
             if own and key in self.api_entries:
                 entries = (PUBLIC_API,)  # its own findings say why it counts as compiled
+                guessed = True
             else:
                 names = reach[key] - {self.functions[key].qualname}
                 compiled = {name for name in names if not is_api_reach(name)}
                 entries = () if own else tuple(sorted(compiled or names))
+                guessed = not own and not compiled
             for candidate in result.candidates:
+                if guessed and candidate.rule.category == "recompile":
+                    # A recompile needs the function compiled *and* called again with a new
+                    # value; reached only from public functions tcl guesses are compiled, the
+                    # claim rests on two guesses (a break needs only the first call).
+                    continue
                 output.append((candidate, entries))
         return output

@@ -250,3 +250,38 @@ def test_a_public_function_that_draws_is_not_an_entry(tmp_path):
     # normalise (public API, draws nothing) and _label through Head.forward; not plot.
     assert lines(findings) == [("TCL201", 7), ("TCL201", 21)]
     assert findings[0].reached_from == ("Head.forward",)
+
+
+def test_recompile_hazards_need_a_compiled_caller_not_a_guessed_one(tmp_path):
+    """A recompile needs the function compiled and called again with a new value. Reached only
+    from a public function tcl guesses users compile (demucs' svd_penalty(niters=2), apply_model's
+    shifts), that rests on two guesses: such findings are dropped, a break there is kept, and
+    the same helper reached from a forward keeps its recompile finding."""
+    path = write(tmp_path / "lib", "power.py", """
+        import torch
+
+
+        def _power(m, niters):
+            for _ in range(niters):
+                m = m @ m
+            return m
+
+
+        def power_iteration(m: torch.Tensor, niters: int = 2):
+            for _ in range(niters):
+                m = m @ m
+            if m.max() > 1:
+                m = m / m.max()
+            return _power(m, len(m))
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return _power(x, x.shape[0])
+    """)
+    findings, errors = check([path])
+    assert not errors
+    # TCL201 in power_iteration (a break on its first call); TCL505 in _power through
+    # Model.forward only; not power_iteration's TCL502 on its own int argument.
+    assert lines(findings) == [("TCL505", 6), ("TCL201", 14)], lines(findings)
+    assert findings[0].reached_from == ("Model.forward",)
