@@ -53,6 +53,17 @@ MODULE = textwrap.dedent('''
         return x + 1
 
 
+    class Stepper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.step = 0
+
+        def forward(self, x):
+            scale = 1.0 / (self.step + 1)
+            self.step += 1
+            return x * scale
+
+
     def tcl_examples():
         return [
             (lookup, (torch.ones(2, 4),), {}),
@@ -60,6 +71,7 @@ MODULE = textwrap.dedent('''
             (scale, (torch.ones(2, 3),), {}),
             (branch, (torch.ones(2, 6),), {}),
             (torch.nn.Linear(4, 3), (torch.ones(2, 4),), {}),
+            (Stepper(), (torch.ones(2, 4),), {}),
         ]
 ''')
 
@@ -108,6 +120,21 @@ def test_list_index_of_a_size_is_a_persistent_recompile_tcl505_predicted(run):
     (finding,) = [f for f in rep["findings"] if f["code"] == "TCL505"]
     assert finding["line"] == LOOKUP_LINE and finding["status"] == "confirmed"
     assert finding["recompile"]["trigger"].startswith("dim 1 ")
+
+
+def test_a_counter_recompiles_on_every_call_whatever_the_phase_varies(run):
+    """self.step moves on every call: the recompiles the batch, dim and train/eval phases run
+    into are the counter's, reported once as such, not as "on batch 3->4"."""
+    _, rep, _ = run
+    (group,) = groups_in(rep, "forward")
+    assert group["line"] == line_of("scale = 1.0 / (self.step + 1)")
+    assert group["triggers"] == ["every call (self.step changed)"] and group["phase"] == "every call"
+    assert group["cause"]["kind"] == "module int" and group["every_call"]
+    steps = [r for r in rep["recompiles"] if r["function"] == "forward"]
+    counter = [r for r in steps if r["varied"] == "value of self.step"]
+    assert len(counter) >= 3 and all(r["persistent"] for r in counter)
+    # What is left is automatic dynamic shapes at the batch's first change, by design.
+    assert all(r["expected"] and not r["persistent"] for r in steps if r not in counter)
 
 
 def test_views_of_a_size_recompile_once_only(run):

@@ -247,7 +247,17 @@ def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
     return {"guard_path": None, "guard_line": None, "guard_source": source}
 
 
-def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before: int | None = None) -> list[dict]:
+# The value a guard tests: `self.step` in `0/0: self.step == 2 # ...`.
+_GUARD_SUBJECT = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<subject>[A-Za-z_][\w.\[\]'\"]*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d")
+
+
+def _guard_subject(reason: str | None) -> str | None:
+    found = _GUARD_SUBJECT.match(reason or "")
+    return found.group("subject") if found else None
+
+
+def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before: int | None = None,
+             state: set | None = None) -> list[dict]:
     """One record per recompile of the phase (of calls < keep_before only, when given).
 
     In a phase that varies a size or an int, the recompiles of a frame at the first varied call
@@ -256,8 +266,20 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
     say for inputs with and without requires_grad, and each goes dynamic); every later one, or
     one that guards on something else (an object id, a string), is ``persistent``: some code
     pinned the value.  With dynamic=False nothing is made symbolic: every one is persistent.
+
+    A guard on a value that failed on identical inputs (`self.step == 2`: a counter the call
+    itself moves) fails on every call whatever the phase varies: such a recompile is named after
+    that value, not after the phase's change, and is persistent.  `state` collects those values
+    across the phases of one example (the first phase calls the same inputs twice).
     """
     from .compile_trace import specialising_lines
+
+    state = state if state is not None else set()
+    for comp in comps:
+        if comp.reason and 0 < comp.call < phase.first_varied and phase.steps[comp.call][0] == "same inputs again":
+            subject = _guard_subject(_one_line(comp.reason))
+            if subject:
+                state.add(subject)
 
     kept = [c for c in comps if c.reason and (keep_before is None or c.call < keep_before)]
     by_frame: dict[tuple, list] = {}
@@ -280,14 +302,22 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
         reason = _one_line(comp.reason)
         trigger = phase.steps[comp.call][0] if comp.call < len(phase.steps) else "?"
         frame = comp.frame
-        if phase.varies_value and comp.call >= phase.first_varied:
-            expected = absorbs[frame] and comp.call == first_call[frame]
-            persistent = not expected
+        subject = _guard_subject(reason)
+        varied_label, phase_name = phase.label, phase.name
+        if subject in state:
+            # The call itself moved the value: every call recompiles, identical inputs included.
+            trigger, varied_label = f"every call ({subject} changed)", f"value of {subject}"
+            phase_name = "every call"  # one report for it, whichever phase ran into it
+            expected, persistent, every = False, True, True
         else:
-            expected = trigger.endswith("()") and "training" in reason  # the train/eval toggle
-            persistent = False
-        needed = list(range(phase.first_varied + (1 if absorbs.get(frame) else 0), last))
-        every = persistent and len(needed) >= 2 and set(needed) <= set(varied_calls.get(frame, ()))
+            if phase.varies_value and comp.call >= phase.first_varied:
+                expected = absorbs[frame] and comp.call == first_call[frame]
+                persistent = not expected
+            else:
+                expected = trigger.endswith("()") and "training" in reason  # the train/eval toggle
+                persistent = False
+            needed = list(range(phase.first_varied + (1 if absorbs.get(frame) else 0), last))
+            every = persistent and len(needed) >= 2 and set(needed) <= set(varied_calls.get(frame, ()))
         seen, specs = set(), []
         for spec in specialising_lines(comps, comp):
             if (spec.path, spec.line) not in seen:
@@ -296,9 +326,9 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
         found.append({
             "trigger": trigger, "reason": reason,
             "path": comp.path or None, "line": comp.first_line or None, "function": comp.function or None,
-            "expected": bool(expected), "persistent": persistent, "phase": phase.name, "varied": phase.label,
+            "expected": bool(expected), "persistent": persistent, "phase": phase_name, "varied": varied_label,
             "call": comp.call, "specialised_by": specs, "every_new_value": bool(every),
-            "on_same_inputs": bool(same_inputs.get(frame)),
+            "on_same_inputs": bool(same_inputs.get(frame)) or subject in state,
             **_guard_origin(comp.reason, comp.path, user_files),
         })
     return found
@@ -340,6 +370,7 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
     notes = {"varied": [], "not_varied": [], "stopped": None, "recompile_limit": recompile_limit(),
              "dynamic": options.get("dynamic")}
     found: list[dict] = []
+    state: set[str] = set()  # values that changed on identical inputs (_entries)
     # Identical inputs again: a recompile there comes from state the call itself changed (an int
     # counter on the module, a global), which no input change explains.
     same = [("first call", lambda: (args, kwargs)), ("same inputs again", lambda: (args, kwargs))]
@@ -393,21 +424,21 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
         comps, done, failure, stopped = _run_phase(phase, make_compiled, device, deadline)
         if failure is not None and failure[0] < phase.first_varied:
             # The example's own inputs failed: nothing to learn about recompiles from it.
-            found += _entries(phase, comps, dynamic_off, user_files, keep_before=failure[0])
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=failure[0], state=state)
             return found, failure[1], notes
         if failure is not None and fallback is not None:
-            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied)
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied, state=state)
             first_error = failure[1]
             phase = fallback
             comps, done, failure, stopped = _run_phase(phase, make_compiled, device, deadline)
             if failure is not None:
                 failure = (failure[0], f"{first_error}; and with sizes {', '.join(map(str, phase.sizes[1:]))}")
         elif failure is not None:
-            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied)
+            found += _entries(phase, comps, dynamic_off, user_files, keep_before=phase.first_varied, state=state)
         if failure is not None:
             notes["not_varied"].append({"what": phase.name, "why": failure[1]})
             continue
-        found += _entries(phase, comps, dynamic_off, user_files)
+        found += _entries(phase, comps, dynamic_off, user_files, state=state)
         notes["varied"].append({"what": phase.name, "values": phase.sizes or None, "calls": done})
         if stopped:
             notes["stopped"] = (f"time limit: stopped in {phase.name} ({time.monotonic() - started:.0f}s of "
