@@ -293,3 +293,41 @@ def test_a_trace_keeps_more_than_dynamos_64_compilation_records():
     torch._dynamo.reset()
     assert len(trace.compilations) == 70
     assert utils._compilation_metrics.maxlen == utils.DEFAULT_COMPILATION_METRICS_LIMIT
+
+
+def test_a_guard_is_placed_on_its_own_line_not_the_outer_frame(tmp_path):
+    """A hook's lambda grows a list the forward's layer call runs: Dynamo quotes the lambda's line
+    (85) and prints the user stack outermost first (91, the forward): the cause is line 85."""
+    from tcl.verify import recompiles
+
+    path = str(tmp_path / "lib.py")
+    reason = ("0/2: len(self.captured) == 2 # self.layer.register_forward_hook(lambda m, a, out: "
+              f"self.captured.append(out)) # {tmp_path.name}/lib.py:85 in <lambda> User stack trace: "
+              f'File "{path}", line 91, in forward return self.layer(x)')
+    origin = recompiles._guard_origin(reason, path, [path])
+    assert origin["guard_line"] == 85 and origin["guard_path"] == os.path.abspath(path)
+    # With no short frame, the innermost user frame of the stack.
+    stack = (f'0/0: n == 2 # y = x * n # User stack trace: File "{path}", line 91, in forward '
+             f'File "{path}", line 40, in helper')
+    assert recompiles._guard_origin(stack, path, [path])["guard_line"] == 40
+
+
+def test_a_value_the_calls_change_is_explained_as_state_not_as_a_size():
+    """A float accumulator (AverageMeter's self.sum) or a timestamp read after a break fails its
+    guard on identical inputs: the cause says so, the remedy is a tensor or moving it out, and
+    guards that differ only in the float compared are one problem."""
+    rec = {"reason": "3/1: ___stack0.__self__.sum == 86.66466569900513 # self.sum += val * n # m.py:26 in update",
+           "guard_path": "m.py", "guard_line": 26, "guard_source": "self.sum += val * n",
+           "trigger": "every call (a value it reads changed)", "on_same_inputs": True}
+    cause = explain._cause(rec)
+    assert cause["kind"] == "state" and "the calls themselves change" in cause["text"]
+    assert "needs the size" not in cause["text"]
+    assert "keep the value in a tensor updated in place" in explain.remedy(rec, cause)
+    assert explain._group_key("x.sum == 0.0") == explain._group_key("x.sum == 86.66466569900513")
+    assert recompiles_subject("0/2: len(self.captured) == 2 # ...") == "len(self.captured)"
+
+
+def recompiles_subject(reason):
+    from tcl.verify import recompiles
+
+    return recompiles._guard_subject(reason)

@@ -64,8 +64,8 @@ def guard_summary(reason: str) -> str:
 
 
 def _group_key(guard: str) -> str:
-    """Guards that differ only in the value compared (`n == 1`, `n == 2`) are one problem."""
-    return re.sub(r"(==|!=|<=|>=|<|>)\s*-?\d+\b", r"\1 N", re.sub(r"\b\d{6,}\b", "ID", guard))
+    """Guards that differ only in the value compared (`n == 1`, `n == 2`, `sum == 0.0`) are one problem."""
+    return re.sub(r"\b\d{6,}\b", "ID", re.sub(r"(==|!=|<=|>=|<|>)\s*-?\d+(\.\d+)?(e-?\d+)?\b", r"\1 N", guard))
 
 
 def _input_dim(reason: str) -> tuple[str, int, int | None] | None:
@@ -204,6 +204,13 @@ def _cause(rec: dict, shape=None) -> dict:
         use = "length" if guard_summary(reason).startswith("len(") else _use_of(source)
         text = (f"the guard `{guard_summary(reason)}` comes from `{source}`" if source
                 else f"the guard `{guard_summary(reason)}` comes from line {rec['guard_line']}")
+        if use != "length" and (rec.get("trigger") or "").startswith("every call"):
+            # recompiles.py names a guard that failed on identical inputs after the value: a float
+            # accumulator, a timestamp, a step the call itself moves -- not a size.
+            return {"kind": "state", "path": rec["guard_path"], "line": rec["guard_line"], "use": use,
+                    "source": source,
+                    "text": text + ": it tests a Python value the calls themselves change (identical inputs "
+                                   "included), and Dynamo guards on its exact value, so every call compiles again"}
         if source and _VALUE_GUARD.search(guard_summary(reason)):
             text += f", which {_USE_TEXT[use]}"
         elif rec.get("on_same_inputs"):
@@ -238,6 +245,10 @@ def remedy(rec: dict, cause: dict) -> str:
                    "torch._dynamo.config.allow_unspec_int_on_nn_module = True before compiling (a symbolic "
                    "int then: a counter stops recompiling each call; `tcl fix --verify` inserts it where the "
                    "file compiles the module)")
+    elif cause["kind"] == "state":
+        out.append("keep the value in a tensor updated in place (a buffer, a 0-d tensor), or read and update it "
+                   "outside the compiled function (before the call, or in a helper under "
+                   "torch.compiler.disable); a graph break on this line is what hands it to the next frame")
     elif _INT_GUARD.match(guard) and cause["kind"] != "specialised":
         name = _INT_GUARD.match(guard).group(1)
         out.append(f"{name} is a Python int baked into the graph: keep it a tensor (a 0-d tensor, or "

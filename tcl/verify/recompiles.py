@@ -1,7 +1,7 @@
 """Recompile exploration, in the child process: call a fresh compiled copy of an example again and
 again with its inputs varied, one quantity at a time, under `CompileTrace` (compile_trace.py), so
 that every recompile comes with the guard that failed and the user lines that fixed a size.  The
-phases, each on a new compiled copy after ``torch._dynamo.reset()``: the example's inputs twice,
+phases, each on a new compiled copy after ``torch._dynamo.reset()``: the example's inputs three times,
 then the batch (dim 0 of the tensor arguments) +1, +2, +3; each other dimension d of the first
 tensor argument (every tensor argument whose dim d has the same size grows with it) +1, +2, +3,
 or, where the example raises on those sizes, +g, +2g, +3g with g the largest power of two (at
@@ -227,7 +227,7 @@ def _run_phase(phase: Phase, make_compiled, device: str, deadline: float):
 # check of a tensor input (with several graphs cached, the one Dynamo reports can be another
 # graph's `requires_grad mismatch`).
 _VALUE_GUARD = re.compile(r"size mismatch|stride mismatch|\.size\(\)|tensor '|(==|!=|<=|>=|<|>)\s*-?\d+\b")
-_SHORT_FRAME = re.compile(r"([^\s#'\"]+\.py):(\d+) in \w+")
+_SHORT_FRAME = re.compile(r"([^\s#'\"]+\.py):(\d+) in [\w<>]+")
 
 
 def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
@@ -236,9 +236,20 @@ def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
     "/full/path.py", line N ...]``."""
     parts = [p.strip() for p in reason.split(" # ")]
     source = parts[1][:200] if len(parts) >= 3 else None
-    for path, line in USER_FRAME.findall(reason):
-        if os.path.isabs(path) and "site-packages" not in path:
-            return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
+    # The guard's own line first (`short/path.py:85 in <lambda>`: the line whose source the reason
+    # quotes, a hook's lambda say), then the innermost user frame of the stack, which Dynamo
+    # prints outermost first (line 91, the forward that called the hooked layer).
+    head = reason.split("User stack trace", 1)[0]
+    for fragment, line in _SHORT_FRAME.findall(head):
+        fragment = fragment.lstrip(".")
+        for path in [frame_path, *user_files]:
+            if path and os.path.abspath(path).endswith(fragment):
+                return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
+    frames = [(path, line) for path, line in USER_FRAME.findall(reason)
+              if os.path.isabs(path) and "site-packages" not in path]
+    if frames:
+        path, line = frames[-1]
+        return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
     for fragment, line in _SHORT_FRAME.findall(reason):
         fragment = fragment.lstrip(".")
         for path in [frame_path, *user_files]:
@@ -248,7 +259,8 @@ def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
 
 
 # The value a guard tests: `self.step` in `0/0: self.step == 2 # ...`.
-_GUARD_SUBJECT = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<subject>[A-Za-z_][\w.\[\]'\"]*)\s*(?:==|!=|<=|>=|<|>)\s*-?\d")
+_GUARD_SUBJECT = re.compile(
+    r"^\s*(?:\d+/\d+:\s*)?(?P<subject>(?:len\()?[A-Za-z_][\w.\[\]'\"]*\)?)\s*(?:==|!=|<=|>=|<|>)\s*-?\d")
 
 
 def _guard_subject(reason: str | None) -> str | None:
@@ -306,7 +318,9 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
         varied_label, phase_name = phase.label, phase.name
         if subject in state:
             # The call itself moved the value: every call recompiles, identical inputs included.
-            trigger, varied_label = f"every call ({subject} changed)", f"value of {subject}"
+            # `___stack0` is Dynamo's name for a value on the stack: say what it is instead.
+            named = "a value it reads" if subject.startswith("___") else subject
+            trigger, varied_label = f"every call ({named} changed)", f"value of {named}"
             phase_name = "every call"  # one report for it, whichever phase ran into it
             expected, persistent, every = False, True, True
         else:
@@ -373,7 +387,10 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
     state: set[str] = set()  # values that changed on identical inputs (_entries)
     # Identical inputs again: a recompile there comes from state the call itself changed (an int
     # counter on the module, a global), which no input change explains.
-    same = [("first call", lambda: (args, kwargs)), ("same inputs again", lambda: (args, kwargs))]
+    # Three calls: state set up on the first call (a hook installed once) shows its own recompile
+    # on the second, and what then changes on every call shows on the third.
+    same = [("first call", lambda: (args, kwargs)), ("same inputs again", lambda: (args, kwargs)),
+            ("same inputs again", lambda: (args, kwargs))]
     shape = _first_tensor_shape(args, kwargs)
     phases: list[tuple[Phase, Phase | None]] = []
     if shape:
@@ -389,7 +406,7 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
             second = _size_phase(name, label, args, kwargs, dim, size, fallback, prefix) if fallback else None
             phases.append((first, second))
     else:
-        phases.append((Phase("inputs", "inputs", same, 2, False), None))
+        phases.append((Phase("inputs", "inputs", same, len(same), False), None))
     ints = _int_arguments(args, kwargs)
     if ints:
         names = ", ".join(ints)
