@@ -970,10 +970,7 @@ class FileAnalysis(EntryPoints, CallResolver):
                 entries = () if own else tuple(sorted(compiled or names))
                 guessed = not own and not compiled
             for candidate in result.candidates:
-                if guessed and candidate.rule.category == "recompile":
-                    # A recompile needs the function compiled *and* called again with a new
-                    # value; reached only from public functions tcl guesses are compiled, the
-                    # claim rests on two guesses (a break needs only the first call).
-                    continue
+                if guessed and not candidate.rule.on_guessed_entries:
+                    continue  # an int argument's per-call change, in code only guessed compiled
                 output.append((candidate, entries))
         return output

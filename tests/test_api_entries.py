@@ -252,11 +252,11 @@ def test_a_public_function_that_draws_is_not_an_entry(tmp_path):
     assert findings[0].reached_from == ("Head.forward",)
 
 
-def test_recompile_hazards_need_a_compiled_caller_not_a_guessed_one(tmp_path):
-    """A recompile needs the function compiled and called again with a new value. Reached only
-    from a public function tcl guesses users compile (demucs' svd_penalty(niters=2), apply_model's
-    shifts), that rests on two guesses: such findings are dropped, a break there is kept, and
-    the same helper reached from a forward keeps its recompile finding."""
+def test_an_int_argument_of_a_guessed_entry_is_a_setting(tmp_path):
+    """A loop over an int argument recompiles only when callers pass a new value each call. Of a
+    public function tcl guesses users compile (demucs' svd_penalty(niters=2), apply_model's
+    shifts) that rests on a second guess: TCL502 is not reported there. A break there is, so is
+    a size loop (sizes follow the data), and a forward keeps its own TCL502."""
     path = write(tmp_path / "lib", "power.py", """
         import torch
 
@@ -276,12 +276,14 @@ def test_recompile_hazards_need_a_compiled_caller_not_a_guessed_one(tmp_path):
 
 
         class Model(torch.nn.Module):
-            def forward(self, x):
-                return _power(x, x.shape[0])
+            def forward(self, x, steps: int):
+                for _ in range(steps):
+                    x = x * 2
+                return x
     """)
     findings, errors = check([path])
     assert not errors
-    # TCL201 in power_iteration (a break on its first call); TCL505 in _power through
-    # Model.forward only; not power_iteration's TCL502 on its own int argument.
-    assert lines(findings) == [("TCL505", 6), ("TCL201", 14)], lines(findings)
-    assert findings[0].reached_from == ("Model.forward",)
+    # TCL505 in _power (len(m) from power_iteration), TCL201 in power_iteration, TCL502 in
+    # Model.forward; not power_iteration's TCL502 on niters.
+    assert lines(findings) == [("TCL505", 6), ("TCL201", 14), ("TCL502", 21)], lines(findings)
+    assert findings[0].reached_from == ("power_iteration (public API)",)

@@ -94,6 +94,11 @@ class Rule:
     # A recompile rule whose hazard survives automatic dynamic shapes: each new value compiles
     # again (its examples' tests: INVALID compiles once per call, VALID at most twice).
     persistent: ClassVar[bool] = False
+    # False: the hazard needs the caller to pass a different Python value on each call (an int
+    # argument), so it is not reported in code reached only from public functions tcl guesses
+    # users compile (tcl/api_entries.py): there an int argument is a setting (`niters=2`,
+    # `shifts`), and the finding would rest on two guesses. Sizes follow the data and stay.
+    on_guessed_entries: ClassVar[bool] = True
     # A rule about tensor data: its findings name the value judged tensor data and why.
     explains_value: ClassVar[bool] = False
     # Where the compiler reports the break relative to the finding (f-strings: at the use).

@@ -266,6 +266,7 @@ class RangeOverIntArgument(Rule):
     fix = "vectorise the loop, pass a fixed (padded) count, or make the count part of a tensor's shape"
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
+    on_guessed_entries = False  # demucs' svd_penalty(niters=2): a setting, not a per-call value
     rationale = (
         "Dynamo unrolls Python loops and guards on the trip count, so an int argument that "
         "varies between calls recompiles every time (it never becomes dynamic, unlike an int "
