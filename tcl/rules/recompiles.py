@@ -270,7 +270,8 @@ class RangeOverIntArgument(Rule):
     rationale = (
         "Dynamo unrolls Python loops and guards on the trip count, so an int argument that "
         "varies between calls recompiles every time (it never becomes dynamic, unlike an int "
-        "used only in arithmetic)."
+        "used only in arithmetic). Not reported in a public function tcl only guesses users "
+        "compile (api-entries): there an int argument is a setting the caller keeps."
     )
     VALID = [Example('''
 import torch
