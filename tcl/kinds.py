@@ -241,11 +241,7 @@ class KindEvaluator:
                     return Kind.TENSOR
                 return Kind.META if kinds and all(k == Kind.META for k in kinds) else Kind.UNKNOWN
             return Kind.UNKNOWN
-        if qualname in TORCH_META_FUNCTIONS:
-            return Kind.META
-        if qualname.startswith("torch.") and torch_facts.return_kind(qualname) == "python":
-            # torch's own annotations and stubs say it returns bool/int/str/dtype/...:
-            # torch.onnx.is_in_onnx_export(), torch.xpu.is_available(), torch.numel(x)
+        if returns_python_value(qualname):
             return Kind.META
         if qualname in TORCH_BOOL_FUNCTIONS:
             return Kind.BOOL_TENSOR
@@ -349,6 +345,14 @@ def _all_meta_or_unknown(kinds: list[Kind]) -> Kind:
     return Kind.META if all(k == Kind.META for k in kinds) else Kind.UNKNOWN
 
 
+def returns_python_value(qualname: str) -> bool:
+    """Whether a torch function returns metadata or a Python value, not tensor data: the known
+    list, or torch's own annotations, stubs and docstrings (torch.onnx.is_in_onnx_export(),
+    torch.xpu.is_available(), torch.numel(x), torch.broadcast_shapes(...))."""
+    return qualname in TORCH_META_FUNCTIONS or (
+        qualname.startswith("torch.") and torch_facts.return_kind(qualname) == "python")
+
+
 def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
     """Kind of `self.x` from the expression assigned to it (usually in __init__)."""
     if constant_kind(value):
@@ -365,10 +369,8 @@ def init_value_kind(value: cst.BaseExpression, index: ModuleIndex) -> Kind:
             return Kind.MODULE if cls.is_module else Kind.UNKNOWN
         if qualname in index.known_modules:
             return Kind.MODULE
-        if qualname in TORCH_META_FUNCTIONS or torch_facts.return_kind(qualname) == "python":
-            # What torch says returns a Python value, as a call in traced code is judged:
-            # `self._batch_shape = torch.broadcast_shapes(...)` holds a torch.Size.
-            return Kind.META
+        if returns_python_value(qualname):
+            return Kind.META  # `self._batch_shape = torch.broadcast_shapes(...)` holds a torch.Size
         if qualname.startswith("torch.") and not qualname.startswith(TORCH_OBJECT_NAMESPACES):
             return Kind.UNKNOWN if last[:1].isupper() else Kind.TENSOR
         if qualname.startswith("builtins."):

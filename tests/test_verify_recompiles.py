@@ -318,7 +318,7 @@ def test_a_value_the_calls_change_is_explained_as_state_not_as_a_size():
     guards that differ only in the float compared are one problem."""
     rec = {"reason": "3/1: ___stack0.__self__.sum == 86.66466569900513 # self.sum += val * n # m.py:26 in update",
            "guard_path": "m.py", "guard_line": 26, "guard_source": "self.sum += val * n",
-           "trigger": "every call (a value it reads changed)", "on_same_inputs": True}
+           "trigger": "every call (a value it reads changed)", "phase": "every call", "on_same_inputs": True}
     cause = explain._cause(rec)
     assert cause["kind"] == "state" and "the calls themselves change" in cause["text"]
     assert "needs the size" not in cause["text"]

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+# The phase a recompile record names when its guard tests a value the calls themselves change
+# (recompiles.py finds it on identical inputs; explain.py explains it as state, not as a size).
+STATE_PHASE = "every call"
 _MAX_TEXT = 400
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .common import _display, _norm
+from .common import STATE_PHASE, _display, _norm
 
 _INPUT_GUARD = re.compile(r"tensor '([^']+)' (size|stride) mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
 _SIZE_EXPR = re.compile(r"([A-Za-z_][\w.]*(?:\[[^\]]*\])*)\.size\(\)\[(\d+)\]")
@@ -204,7 +204,7 @@ def _cause(rec: dict, shape=None) -> dict:
         use = "length" if guard_summary(reason).startswith("len(") else _use_of(source)
         text = (f"the guard `{guard_summary(reason)}` comes from `{source}`" if source
                 else f"the guard `{guard_summary(reason)}` comes from line {rec['guard_line']}")
-        if use != "length" and (rec.get("trigger") or "").startswith("every call"):
+        if use != "length" and rec.get("phase") == STATE_PHASE:
             # recompiles.py names a guard that failed on identical inputs after the value: a float
             # accumulator, a timestamp, a step the call itself moves -- not a size.
             return {"kind": "state", "path": rec["guard_path"], "line": rec["guard_line"], "use": use,

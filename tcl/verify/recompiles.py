@@ -21,7 +21,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from .common import _describe, _one_line
+from .common import STATE_PHASE, _describe, _one_line
 from .compile_trace import USER_FRAME
 
 # The share of the per-example timeout (the parent kills the child past it) that recompile
@@ -239,23 +239,21 @@ def _guard_origin(reason: str, frame_path: str, user_files) -> dict:
     # The guard's own line first (`short/path.py:85 in <lambda>`: the line whose source the reason
     # quotes, a hook's lambda say), then the innermost user frame of the stack, which Dynamo
     # prints outermost first (line 91, the forward that called the hooked layer).
-    head = reason.split("User stack trace", 1)[0]
-    for fragment, line in _SHORT_FRAME.findall(head):
-        fragment = fragment.lstrip(".")
-        for path in [frame_path, *user_files]:
-            if path and os.path.abspath(path).endswith(fragment):
-                return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
+    def short_frame(text: str):
+        for fragment, line in _SHORT_FRAME.findall(text):
+            fragment = fragment.lstrip(".")
+            for path in [frame_path, *user_files]:
+                if path and os.path.abspath(path).endswith(fragment):
+                    return path, line
+        return None
+
     frames = [(path, line) for path, line in USER_FRAME.findall(reason)
               if os.path.isabs(path) and "site-packages" not in path]
-    if frames:
-        path, line = frames[-1]
-        return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
-    for fragment, line in _SHORT_FRAME.findall(reason):
-        fragment = fragment.lstrip(".")
-        for path in [frame_path, *user_files]:
-            if path and os.path.abspath(path).endswith(fragment):
-                return {"guard_path": os.path.abspath(path), "guard_line": int(line), "guard_source": source}
-    return {"guard_path": None, "guard_line": None, "guard_source": source}
+    found = (short_frame(reason.split("User stack trace", 1)[0]) or (frames[-1] if frames else None)
+             or short_frame(reason))
+    if found is None:
+        return {"guard_path": None, "guard_line": None, "guard_source": source}
+    return {"guard_path": os.path.abspath(found[0]), "guard_line": int(found[1]), "guard_source": source}
 
 
 # The value a guard tests: `self.step` in `0/0: self.step == 2 # ...`.
@@ -288,7 +286,7 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
 
     state = state if state is not None else set()
     for comp in comps:
-        if comp.reason and 0 < comp.call < phase.first_varied and phase.steps[comp.call][0] == "same inputs again":
+        if comp.reason and 0 < comp.call < phase.first_varied:  # a call with the same inputs again
             subject = _guard_subject(_one_line(comp.reason))
             if subject:
                 state.add(subject)
@@ -321,7 +319,7 @@ def _entries(phase: Phase, comps, dynamic_off: bool, user_files=(), keep_before:
             # `___stack0` is Dynamo's name for a value on the stack: say what it is instead.
             named = "a value it reads" if subject.startswith("___") else subject
             trigger, varied_label = f"every call ({named} changed)", f"value of {named}"
-            phase_name = "every call"  # one report for it, whichever phase ran into it
+            phase_name = STATE_PHASE  # one report for it, whichever phase ran into it
             expected, persistent, every = False, True, True
         else:
             if phase.varies_value and comp.call >= phase.first_varied:
