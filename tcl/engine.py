@@ -374,7 +374,8 @@ class Analyzer:
             message=message,
             note=note,
             gb=candidate.gb,
-            severity=ERROR if candidate.amplifier else WARNING,
+            # A crash is an error wherever it is: the compiled function raises.
+            severity=ERROR if candidate.amplifier or candidate.rule.category == "crash" else WARNING,
             fix=candidate.rule.fix,
             reached_from=reached_from,
             function=candidate.function.qualname if reached_from else "",

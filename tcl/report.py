@@ -126,6 +126,12 @@ GB_SITE = "https://meta-pytorch.github.io/compile-graph-break-site"
 # Where SARIF viewers link the tool's name. pyproject.toml declares no [project.urls] yet; a
 # Homepage/Repository/Documentation URL declared there is used instead.
 DEFAULT_INFORMATION_URI = f"{GB_SITE}/"
+# The SARIF help's example headings, by rule category.
+EXAMPLE_LABELS = {
+    "graph-break": ("Breaks:", "Does not break:"),
+    "recompile": ("Recompiles:", "Does not recompile:"),
+    "crash": ("Raises (compiled, from the second call):", "Runs:"),
+}
 FINGERPRINT_KEY = "tclLineHash/v1"
 SARIF_LEVELS = {"warning": "warning", "error": "error"}
 
@@ -250,10 +256,11 @@ def _rule_descriptor(rule) -> dict:
         "",
         f"Graph-break ids: {gb_links}. Applies to {modes}; {versions}.",
     ]
+    bad, good = EXAMPLE_LABELS.get(getattr(rule, "category", "graph-break"), EXAMPLE_LABELS["graph-break"])
     if rule.INVALID and rule.VALID:
         markdown += [
-            "", "Breaks:", "", "```python", rule.INVALID[0].code.strip("\n"), "```",
-            "", "Does not break:", "", "```python", rule.VALID[0].code.strip("\n"), "```",
+            "", bad, "", "```python", rule.INVALID[0].code.strip("\n"), "```",
+            "", good, "", "```python", rule.VALID[0].code.strip("\n"), "```",
         ]
     descriptor = {
         "id": rule.code,
@@ -261,7 +268,9 @@ def _rule_descriptor(rule) -> dict:
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": rule.rationale or rule.message},
         "help": {"text": help_text, "markdown": "\n".join(markdown)},
-        "defaultConfiguration": {"level": "warning"},
+        # A crash is an error wherever it is found (the engine's severity); the rest are warnings
+        # that a loop, with or try around them makes errors.
+        "defaultConfiguration": {"level": "error" if getattr(rule, "category", "") == "crash" else "warning"},
         "properties": {"tags": ["torch.compile", getattr(rule, "category", "graph-break"), *gb_ids], "modes": sorted(rule.modes),
                        "torchVersions": rule.versions or "all"},
     }

@@ -51,6 +51,10 @@ COMPILING_FALSE = frozenset({
 AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
 # The evidence of a parameter taken for tensor data on nothing but its position (an entry's).
 ASSUMED_PARAMETER = "parameter, assumed a tensor"
+# Findings that happen only where the compiled frame runs, every call: a first-call-only branch
+# or an earlier break that makes Dynamo skip the frame takes them away (graph breaks and the
+# compiler's own crashes; recompile hazards are decided apart).
+STEADY_STATE_CATEGORIES = frozenset({"graph-break", "crash"})
 # Code under these runs on some calls only (or Dynamo skips the frame when it breaks there).
 @dataclass
 class Candidate:
@@ -348,7 +352,7 @@ class FunctionWalker(cst.CSTVisitor):
         break although the rule's others resume (default: the rule's `resumes`); `guards`: the
         size whose exact value this use fixes (a recompile rule's specialising use); `removed_by`:
         the settings that remove this finding, where they differ from the rule's."""
-        if self.first_call_branches and rule.category == "graph-break":
+        if self.first_call_branches and rule.category in STEADY_STATE_CATEGORIES:
             return  # breaks only the first call (is_state_initialisation): not a steady-state hazard
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
         evidence = self._evidence(node) if getattr(rule, "explains_value", False) else None
@@ -366,7 +370,7 @@ class FunctionWalker(cst.CSTVisitor):
             rest = self._earlier_skips(rest_only=True)
             if rest:
                 candidate.eager_frame = tuple(dict.fromkeys(r for r, _ in rest))
-        if self._skips and rule.category == "graph-break" and not candidate.nested:
+        if self._skips and rule.category in STEADY_STATE_CATEGORIES and not candidate.nested:
             earlier = self._earlier_skips()
             if earlier:
                 candidate.masked_by = tuple(dict.fromkeys(r for r, _ in earlier))

@@ -104,7 +104,10 @@ def test_sarif_rule_descriptors(fixtures_sarif):
         assert descriptor["shortDescription"]["text"] == rule.message
         assert descriptor["fullDescription"]["text"]
         assert rule.fix in descriptor["help"]["text"] and rule.fix in descriptor["help"]["markdown"]
-        assert descriptor["defaultConfiguration"]["level"] == "warning"
+        assert descriptor["defaultConfiguration"]["level"] == ("error" if rule.category == "crash" else "warning")
+        if not rule.gb_ids():  # a crash has no graph-break id, so no GB page to link
+            assert rule.category == "crash" and "helpUri" not in descriptor
+            continue
         assert GB_PAGE.match(descriptor["helpUri"])
         assert descriptor["helpUri"].endswith(f"/gb/{rule.gb_ids()[0].lower()}.html")
 

@@ -70,7 +70,7 @@ def test_invalid_example_is_reported(rule, example):
     others = [(f.code, f.line) for f in report.findings if f.code != rule.code]
     assert others == [], "examples should show one rule at a time"
     for finding in report.findings:
-        assert finding.gb in rule.gb_ids()
+        assert finding.gb in rule.gb_ids() or (not rule.gb and finding.gb is None)
 
 
 @pytest.mark.parametrize("rule, example", VALID_CASES)
@@ -136,6 +136,10 @@ def test_setting_removes_the_break_on_installed_torch(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
     settings = {name: True for name in removed_by(rule, example)}
+    if rule.category == "crash":
+        with torch._dynamo.config.patch(**settings):
+            assert crashing_calls(example) == ([], None)
+        return
     if rule.category == "recompile":
         with torch._dynamo.config.patch(**settings):
             few, many = compiles(example, repeat=6), compiles(example, repeat=12)
@@ -186,6 +190,28 @@ def persistent_calls(example) -> list[int]:
     return sorted({c.call for c in persistent(trace.compilations)})
 
 
+def crashing_calls(example, compiled: bool = True) -> tuple[list[int], int | None]:
+    """The calls (0-based) that raise, compiled (backend eager) or eagerly, and the example's
+    line in the innermost frame of the first error: the runtime truth of "crash" rules."""
+    import traceback
+
+    target, calls, options = _compile_target(example)
+    torch._dynamo.reset()
+    run = torch.compile(target, backend="eager", **options) if compiled else target
+    raised, line = [], None
+    for number, args in enumerate(calls):
+        try:
+            run(*args)
+        except Exception as exc:  # noqa: BLE001 -- the error is what is measured
+            raised.append(number)
+            if line is None:
+                frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                          if f.filename.endswith("recompile_example.py")]
+                line = frames[-1].lineno if frames else None
+    torch._dynamo.reset()
+    return raised, line
+
+
 def _compile_target(example):
     import importlib.util
     import tempfile
@@ -230,6 +256,11 @@ def compile_options(code: str, entry: str) -> dict:
 def test_invalid_example_breaks_on_installed_torch(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
+    if rule.category == "crash":  # eager runs every call; compiled, the first runs, the rest raise
+        calls = len(_compile_target(example)[1])
+        assert crashing_calls(example, compiled=False) == ([], None)
+        assert crashing_calls(example) == (list(range(1, calls)), example.expected_lines()[0])
+        return
     if rule.category == "recompile":
         if rule.persistent:  # every new value compiles again, automatic dynamic shapes or not
             calls = len(_compile_target(example)[1])
@@ -266,6 +297,9 @@ def test_invalid_example_breaks_on_installed_torch(rule, example):
 def test_valid_example_compiles_without_break(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
+    if rule.category == "crash":
+        assert crashing_calls(example) == ([], None)
+        return
     if rule.category == "recompile":
         if rule.persistent:  # the one automatic-dynamic recompile is allowed
             assert persistent_calls(example) == [], "expected at most the automatic-dynamic recompile"

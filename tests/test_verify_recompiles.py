@@ -64,6 +64,11 @@ MODULE = textwrap.dedent('''
             return x * scale
 
 
+    @torch.compile
+    def summary(x):
+        return x * 2, f"total {x.sum().item():.3f} peak {x.max().item():.3f}"
+
+
     def tcl_examples():
         return [
             (lookup, (torch.ones(2, 4),), {}),
@@ -72,6 +77,7 @@ MODULE = textwrap.dedent('''
             (branch, (torch.ones(2, 6),), {}),
             (torch.nn.Linear(4, 3), (torch.ones(2, 4),), {}),
             (Stepper(), (torch.ones(2, 4),), {}),
+            (summary, (torch.ones(2, 4),), {}),
         ]
 ''')
 
@@ -135,6 +141,33 @@ def test_a_counter_recompiles_on_every_call_whatever_the_phase_varies(run):
     assert len(counter) >= 3 and all(r["persistent"] for r in counter)
     # What is left is automatic dynamic shapes at the batch's first change, by design.
     assert all(r["expected"] and not r["persistent"] for r in steps if r not in counter)
+
+
+def test_a_compiled_call_that_raises_where_eager_runs_confirms_tcl601(run):
+    """The f-string's second read: the first call runs; a call whose sums differ (the batch
+    grows) raises in the compiled function only, and verify places it on the f-string's line."""
+    _, rep, _ = run
+    (finding,) = [f for f in rep["findings"] if f["code"] == "TCL601"]
+    assert finding["status"] == "confirmed" and finding["kind"] == "crash"
+    assert finding["line"] == line_of('f"total {x.sum().item():.3f}')
+    assert "TypeError" in finding["runtime_reason"] or "InternalTorchDynamoError" in finding["runtime_reason"]
+    crashes = [c for c in rep["crashes"] if c["line"] == finding["line"]]  # one per phase that met it
+    assert crashes and all(c["findings"] == [f"TCL601@{finding['line']}"] and c["call"] >= 2 for c in crashes)
+
+
+def test_an_error_eager_python_raises_too_is_not_a_crash():
+    from tcl.verify.recompiles import Phase, compiled_crash
+
+    def target(x):
+        return x.view(2, 2)  # the grown input has no 2x2 view, eagerly either
+
+    steps = [("first call", lambda: ((torch.ones(4),), {})), ("batch 4->5", lambda: ((torch.ones(5),), {}))]
+    phase = Phase("batch", "batch size", steps)
+    here = os.path.abspath(__file__)
+    failure = (1, "batch 4->5: RuntimeError", [(here, 10)])
+    assert compiled_crash(phase, failure, [here], target) is None
+    steps[1] = ("same inputs again", lambda: ((torch.ones(4),), {}))
+    assert compiled_crash(phase, failure, [here], target)["line"] == 10
 
 
 def test_views_of_a_size_recompile_once_only(run):

@@ -17,6 +17,7 @@ from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .enums import StrEnumMethod
 from .indexing import ZeroDimTensorIndex
 from .containers import GrowingContainer
+from .crashes import NumberBeforeBreakInFString
 from .recompiles import (
     DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
@@ -49,6 +50,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
         DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod, OptimizerCallInCompiledRegion,
+        NumberBeforeBreakInFString,
     ],
     key=lambda rule: rule.code,
 ))

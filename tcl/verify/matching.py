@@ -256,6 +256,7 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
     executed: dict[str, set[int]] = {}
     skips: list[Skip] = []
     recompiles = []
+    crashes = []  # compiled calls that raised where the uncompiled target runs (recompiles.compiled_crash)
     for run in runs:
         for item in run.result.get("breaks") or []:
             key = (_norm(item["path"]), item["line"], item.get("gb"))
@@ -270,6 +271,8 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             executed.setdefault(_norm(path), set()).update(lines)
         skips.extend(_skips(run.result.get("frame_skips") or [], shape))
         notes = run.result.get("exploration") or {}
+        for crash in notes.get("crashes") or []:
+            crashes.append(dict(crash, path=_norm(crash["path"]), example=run.label, findings=[]))
         for item in run.result.get("recompiles") or []:
             recompiles.append(dict(item, example=run.label, findings=[], dynamic=notes.get("dynamic"),
                                    recompile_limit=notes.get("recompile_limit")))
@@ -300,6 +303,18 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             "kind": "recompile" if is_recompile else "graph-break", "message": finding.full_message,
         }
         ran = any(line in executed.get(path, ()) for line in range(finding.line, finding.end_line + 1))
+        if getattr(rule, "category", "") == "crash":
+            entry["kind"] = "crash"
+            hits = [c for c in crashes if c["path"] == path and finding.line <= c["line"] <= finding.end_line]
+            for crash in hits:
+                crash["findings"].append(f"{finding.code}@{finding.line}")
+            if hits:
+                entry.update(status="confirmed", runtime_reason=hits[0]["error"],
+                             examples=sorted({c["example"] for c in hits}))
+            else:
+                entry["status"] = "not-confirmed" if ran else "not-reached"
+            out_findings.append(entry)
+            continue
         if is_recompile:
             persistent = getattr(rule, "persistent", False)
             hits = [r for r in recompiles
@@ -360,5 +375,7 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
             rec["path"] = _display(rec["path"])
         for spec in rec.get("specialised_by") or []:
             spec["path"] = _display(spec["path"])
+    for crash in crashes:
+        crash["path"] = _display(crash["path"])
     return {"findings": out_findings, "runtime_breaks": runtime, "recompiles": recompiles,
-            "persistent_recompiles": persistent}
+            "persistent_recompiles": persistent, "crashes": crashes}

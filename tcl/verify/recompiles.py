@@ -217,10 +217,39 @@ def _run_phase(phase: Phase, make_compiled, device: str, deadline: float):
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 -- the example's own failure is data
-                failure = (index, f"{trigger}: {_describe(exc)}")
+                failure = (index, f"{trigger}: {_describe(exc)}", _frames(exc))
                 break
             done += 1
     return trace.compilations, done, failure, stopped
+
+
+def _frames(exc: BaseException) -> list[tuple[str, int]]:
+    """(absolute path, line) of each frame of the error's traceback, innermost last."""
+    import traceback
+
+    return [(os.path.abspath(f.filename), f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+
+
+def compiled_crash(phase: Phase, failure, user_files, target) -> dict | None:
+    """A compiled call that raised after an earlier call of the same phase ran, on inputs the
+    uncompiled target runs without error: the compiler's own failure, placed on the innermost
+    user line (TCL601's f-strings: the first call runs, a call whose numbers differ raises)."""
+    if failure is None or failure[0] < 1 or len(failure) < 3:
+        return None
+    wanted = {os.path.abspath(p) for p in user_files}
+    where = [f for f in failure[2] if f[0] in wanted]
+    if not where:
+        return None
+    from tcl import oracle
+
+    try:
+        args, kwargs = phase.steps[failure[0]][1]()
+        oracle._call(target, args, kwargs)
+    except Exception:  # noqa: BLE001 -- eager fails too: the inputs' fault, not the compiler's
+        return None
+    path, line = where[-1]
+    return {"path": path, "line": line, "trigger": phase.steps[failure[0]][0], "error": failure[1],
+            "call": failure[0] + 1}
 
 
 # Guards that a new size or int value fails: a size, a stride or a numeric comparison, or any
@@ -379,7 +408,7 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
     def make_compiled():
         return torch.compile(target, backend=backend, **extra, **options)
 
-    notes = {"varied": [], "not_varied": [], "stopped": None, "recompile_limit": recompile_limit(),
+    notes = {"varied": [], "not_varied": [], "stopped": None, "recompile_limit": recompile_limit(), "crashes": [],
              "dynamic": options.get("dynamic")}
     found: list[dict] = []
     state: set[str] = set()  # values that changed on identical inputs (_entries)
@@ -437,6 +466,9 @@ def explore(target, args, kwargs, job, backend) -> tuple[list[dict], str | None,
                                 f"{float(job.get('timeout') or 300.0):g}s per-example timeout spent)")
             break
         comps, done, failure, stopped = _run_phase(phase, make_compiled, device, deadline)
+        crash = compiled_crash(phase, failure, user_files, target)
+        if crash is not None:
+            notes["crashes"].append(crash)
         if failure is not None and failure[0] < phase.first_varied:
             # The example's own inputs failed: nothing to learn about recompiles from it.
             found += _entries(phase, comps, dynamic_off, user_files, keep_before=failure[0], state=state)

@@ -55,7 +55,11 @@ def summary_rows(report: dict, runs: list[ExampleRun], sources: list[Source],
 def write_text(report: dict, rows: list[dict], out) -> None:
     for f in report["findings"]:
         head = f"{f['path']}:{f['line']}:{f['col']}: {f['code']} {f['status']}"
-        if f["status"] == "confirmed" and f["kind"] == "recompile":
+        if f["status"] == "confirmed" and f["kind"] == "crash":
+            out.write(f"{head} (the compiled call raised; the uncompiled one runs) {f['runtime_reason']}\n")
+        elif f["status"] == "not-confirmed" and f["kind"] == "crash":
+            out.write(f"{head}: the line ran and no compiled call raised there\n")
+        elif f["status"] == "confirmed" and f["kind"] == "recompile":
             out.write(f"{head} (recompiled on {f['recompile']['trigger']}) {f['runtime_reason']}\n")
         elif f["status"] == "confirmed":
             at = "" if f["runtime_line"] == f["line"] else f" at line {f['runtime_line']}"
@@ -81,6 +85,12 @@ def write_text(report: dict, rows: list[dict], out) -> None:
     outside = [b for b in report["runtime_breaks"] if not b["in_checked_file"]]
     for brk in outside:
         out.write(f"{brk['path']}:{brk['line']}: break outside the checked files [{brk['gb']}] {brk['reason']}\n")
+    seen = set()
+    for crash in report.get("crashes") or []:  # one per phase that met it: the first of each line
+        if not crash["findings"] and (crash["path"], crash["line"]) not in seen:
+            seen.add((crash["path"], crash["line"]))
+            out.write(f"{crash['path']}:{crash['line']}: missed: the compiled call raised on call {crash['call']} "
+                      f"({crash['error']}); the uncompiled one runs [{crash['example']}]\n")
     write_persistent(report.get("persistent_recompiles") or [], out)
     unexpected = [r for r in report["recompiles"] if not r.get("expected")]
     expected = len(report["recompiles"]) - len(unexpected)

@@ -1,0 +1,144 @@
+"""Code the compiler gets wrong: the compiled function raises where eager Python runs.
+
+A graph break in the middle of an f-string leaves the pieces formatted so far on Python's stack;
+Dynamo hands them to the function it resumes in. Measured on torch 2.11 (CUDA build), 2.13 and 2.14
+(default mode, backend eager, three calls with new values; tests/test_rule_examples.py): when such a piece holds
+a Python number read from tensor data (`loss.item()`, `float(t)`, or a name bound to one) and a
+later piece of the same f-string breaks the graph again (another scalar read, `.tolist()`), the
+first call runs, and every call whose number differs raises -- TypeError ("sequence item 1:
+expected str instance, float found") on 2.11 and 2.13, InternalTorchDynamoError on 2.14, where only a
+piece with a format spec (`:.4f`, `:d`) does it. The value has become symbolic after its first
+change, and the resumed frame joins the number itself instead of its text. Numbers read into
+names before the f-string (`a = loss.item(); b = acc.item(); f"{a:.4f} {b:.3f}"`), one read per
+f-string, sizes, and `str.format` / `%` run on every release measured.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..dataflow import is_tensor
+from .base import DEFAULT_MODE, Example, Rule
+
+_READ_METHODS = frozenset({"item", "tolist"})
+_NUMBER_CALLS = frozenset({"builtins.int", "builtins.float"})
+
+
+def breaking_read(node: cst.BaseExpression, ctx) -> cst.Call | None:
+    """The call in `node` itself that reads tensor data into Python and breaks the graph in
+    default mode: `t.item()`, `t.tolist()`, `float(t)`, `int(t)` of a value judged tensor data."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _READ_METHODS and not node.args:
+        return node if is_tensor(ctx.kind(func.value)) else None
+    if ctx.qualname(func) in _NUMBER_CALLS and len(node.args) == 1 and is_tensor(ctx.kind(node.args[0].value)):
+        return node
+    return None
+
+
+def data_number(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None:
+    """The scalar read (`.item()`, `float(t)`, `int(t)`) whose Python number `node` is: the read
+    itself or a name the function bound to one (not `.tolist()`: a list is not formatted as a
+    number)."""
+    if depth > 4:
+        return None
+    if isinstance(node, cst.Name):
+        origin = ctx.origins.get(node.value)
+        return data_number(origin, ctx, depth + 1) if origin is not None else None
+    read = breaking_read(node, ctx)
+    if read is not None and not (isinstance(read.func, cst.Attribute) and read.func.attr.value == "tolist"):
+        return read
+    return None
+
+
+class NumberBeforeBreakInFString(Rule):
+    code = "TCL601"
+    category = "crash"
+    name = "number-before-break-in-f-string"
+    message = (
+        "f-string formats {number}, a number read from tensor data, before {read} breaks the graph "
+        "again: on torch {release} the compiled function raises {error} from the first call whose "
+        "number differs (eager runs it)"
+    )
+    consequence_after = ": on torch"
+    fix = (
+        "read each value into a name before the f-string (`a = loss.item(); b = acc.item(); "
+        "f\"{a:.4f} {b:.3f}\"`), or keep the line out of compiled code (`if not "
+        "torch.compiler.is_compiling():`)"
+    )
+    modes = frozenset({DEFAULT_MODE})  # under fullgraph=True the first read is the error
+    versions = ">=2.11,<=2.14"
+    removed_by = frozenset({"capture_scalar_outputs"})
+    rationale = (
+        "A graph break in the middle of an f-string leaves the pieces formatted so far on "
+        "Python's stack, and Dynamo passes them to the function it resumes in. Measured on torch "
+        "2.11, 2.13 and 2.14 (default mode, backend eager, three calls with new values): a piece holding "
+        "a Python number read from tensor data (`loss.item()`, `float(t)`, a name bound to one) "
+        "followed by a piece that breaks again (another scalar read, `.tolist()`) runs on the "
+        "first call and raises on every call whose number differs: TypeError ('sequence item 1: "
+        "expected str instance, float found') on 2.11 and 2.13, InternalTorchDynamoError on 2.14, where "
+        "only a piece with a format spec (`:.4f`, `:d`) does it. Values read into names before the "
+        "f-string, one read per f-string, sizes, str.format and % formatting run on both. With "
+        "torch._dynamo.config.capture_scalar_outputs = True the reads do not break and the "
+        "examples run."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    total = x.sum().item()  # noqa: TCL203
+    peak = x.max().item()  # noqa: TCL203
+    return x, f"total {total:.4f} peak {peak:.3f}"
+''', calls="[(torch.randn(4),) for _ in range(3)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x, f"rows {x.shape[0]} total {x.sum().item():.4f}"  # noqa: TCL203
+''', calls="[(torch.randn(4),) for _ in range(3)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x, f"total {x.sum().item()} peak {x.max().item()}"  # noqa: TCL203
+''', calls="[(torch.randn(4),) for _ in range(3)]", versions=">=2.14")]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x, f"total {x.sum().item():.4f} peak {x.max().item():.3f}"  # BREAK  # noqa: TCL203
+''', calls="[(torch.randn(4),) for _ in range(3)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    total = x.sum().item()  # noqa: TCL203
+    return x, f"total {total:.2f} values {x.tolist()}"  # BREAK  # noqa: TCL205
+''', calls="[(torch.randn(4),) for _ in range(3)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    return x, f"total {x.sum().item()} peak {x.max().item()}"  # BREAK  # noqa: TCL203
+''', calls="[(torch.randn(4),) for _ in range(3)]", versions="<2.14")]
+
+    def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:
+        pieces = [part for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
+        spec_needed = ctx.version >= (2, 14)
+        for i, earlier in enumerate(pieces):
+            if spec_needed and earlier.format_spec is None:
+                continue
+            if data_number(earlier.expression, ctx) is None:
+                continue
+            for later in pieces[i + 1:]:
+                read = breaking_read(later.expression, ctx)
+                if read is not None:
+                    code = cst.Module([]).code_for_node
+                    error = "InternalTorchDynamoError" if spec_needed else "TypeError"
+                    ctx.report(self, node, self.message.format(
+                        number=f"`{code(earlier.expression)}`", read=f"`{code(read)}`",
+                        release=f"{ctx.version[0]}.{ctx.version[1]}", error=error))
+                    return
