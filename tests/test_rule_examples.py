@@ -226,7 +226,8 @@ def _compile_target(example):
         entry = getattr(module, example.entry)
         entry = getattr(entry, "_torchdynamo_orig_callable", entry)
         target = entry() if isinstance(entry, type) else entry
-        calls = eval(example.calls, {"torch": torch}) if example.calls else [(torch.randn(4, 4),)] * 3
+        # The calls may use the example's own names (an object passed in as an argument).
+        calls = eval(example.calls, {**vars(module), "torch": torch}) if example.calls else [(torch.randn(4, 4),)] * 3
         return target, calls, compile_options(example.code, example.entry)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -15,17 +16,28 @@ from .base import Example, Rule
 
 def _int_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     """(string keys, self attributes) this file sets to an int literal: `state["step"] = 0`,
-    `dict(k=0)`, `{"counter": 0}`, `self.queue_idx = 0`. The evidence that a counter holds a
-    Python int (a tensor counter -- `state["step"] = torch.zeros(())` -- does not recompile)."""
+    `dict(k=0)`, `{"counter": 0}`, `self.queue_idx = 0`, `self.sum, self.count = 0.0, 0`. The
+    evidence that a counter holds a Python int (a tensor counter -- `state["step"] =
+    torch.zeros(())` -- does not recompile)."""
     import ast
 
     def is_int(node) -> bool:
         return isinstance(node, ast.Constant) and type(node.value) is int
 
+    def pairs(node: ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                    and len(target.elts) == len(node.value.elts):
+                yield from zip(target.elts, node.value.elts)
+            else:
+                yield target, node.value
+
     keys, attrs = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and is_int(node.value):
-            for target in node.targets:
+        if isinstance(node, ast.Assign):
+            for target, value in pairs(node):
+                if not is_int(value):
+                    continue
                 if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
                         and isinstance(target.slice.value, str):
                     keys.add(target.slice.value)
@@ -40,15 +52,99 @@ def _int_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(keys), frozenset(attrs)
 
 
-def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
-    """`self.step` or `state["step"]` when the file gives it an int: the text to report."""
+def _state_instances(tree) -> dict[str, frozenset[str]]:
+    """Classes this file instantiates only as long-lived state -> how: "attribute" (`self.x =
+    C(...)` in a method) and/or "global" (`X = C(...)` at module level), when every `C(...)` call
+    is one of those. Dynamo reaches such an object through a module or a global and guards on its
+    ints' values on every call. Built anywhere else (a local, an argument, a container), the
+    object may reach the compiled call as an input, whose ints turn symbolic after their first
+    change (measured: 2 compilations over 6 calls): not here."""
+    import ast
+
+    calls: dict[str, int] = {}
+    stateful: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls[node.func.id] = calls.get(node.func.id, 0) + 1
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Name):
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                stateful.setdefault(node.value.func.id, []).append("attribute")
+            elif isinstance(target, ast.Name) and node in tree.body:
+                stateful.setdefault(node.value.func.id, []).append("global")
+    return {name: frozenset(how) for name, how in stateful.items() if calls.get(name) == len(how)}
+
+
+def _module_ints(tree) -> frozenset[str]:
+    """Names the module's top level binds to an int literal (`STEP = 0`)."""
+    import ast
+
+    return frozenset(
+        node.targets[0].id for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant) and type(node.value.value) is int)
+
+
+class Counter(NamedTuple):
+    name: str  # the text to report: `self.step`, `state["step"]`, `STEP`, `Stats.calls`
+    removed_by: frozenset | None  # None: the rule's (allow_unspec_int_on_nn_module)
+
+
+NO_SETTING = frozenset()  # no Dynamo setting makes this counter symbolic (measured)
+
+
+def _declared_global(name: str, function: cst.FunctionDef) -> bool:
+    return any(isinstance(small, cst.Global) and any(n.name.value == name for n in small.names)
+               for statement in function.body.body if isinstance(statement, cst.SimpleStatementLine)
+               for small in statement.body)
+
+
+def _class_int(cls, attr: str) -> bool:
+    """Whether the class body binds `attr` to an int literal (`calls = 0`)."""
+    for statement in cls.node.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == attr \
+                        and isinstance(small.value, cst.Integer):
+                    return True
+    return False
+
+
+def _counter(target: cst.BaseExpression, ctx) -> Counter | None:
+    """The int counter `target` names, when the file shows it holds a Python int that Dynamo
+    guards on by value on every call; None otherwise."""
     index = ctx.function.index
     keys, attrs = (index.file_fact("int-initialised", _int_initialised) if index else None) or ((), ())
     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        if ctx.function.owner is None or not ctx.function.owner.is_module:
+        owner = ctx.function.owner
+        if owner is None:
             return None
-        if ctx.kind(target) == Kind.META or (target.attr.value in attrs and not is_tensor(ctx.kind(target))):
-            return f"self.{target.attr.value}"
+        if owner.is_module:
+            if ctx.kind(target) == Kind.META or (target.attr.value in attrs and not is_tensor(ctx.kind(target))):
+                return Counter(f"self.{target.attr.value}", None)
+            return None
+        # A plain object (a meter) the file keeps only as an attribute or a global: measured on
+        # 2.11, 2.13 and 2.14, its int attribute recompiles every call; held by a module, the
+        # module setting makes it symbolic (2 compilations over 6 calls), as a global it does not.
+        how = ((index.file_fact("state-instances", _state_instances) if index else None) or {}).get(owner.name)
+        if how and target.attr.value in attrs and not is_tensor(ctx.kind(target)):
+            return Counter(f"self.{target.attr.value}", None if how == {"attribute"} else NO_SETTING)
+        return None
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and index is not None:
+        # `Stats.calls += 1` on a class attribute: every call on 2.13 and 2.14, once on 2.11.
+        cls = index.classes.get(target.value.value)
+        if cls is not None and ctx.version >= (2, 13) and _class_int(cls, target.attr.value) \
+                and target.value.value not in ctx.assigned and target.value.value not in ctx.parameters:
+            return Counter(f"{target.value.value}.{target.attr.value}", NO_SETTING)
+        return None
+    if isinstance(target, cst.Name) and index is not None:
+        # `global STEP; STEP += 1`: every call on 2.11 and 2.13; once on 2.14, which no longer
+        # guards on a global the frame itself writes.
+        ints = index.file_fact("module-ints", _module_ints) or ()
+        if target.value in ints and ctx.version < (2, 14) and _declared_global(target.value, ctx.function.node):
+            return Counter(target.value, NO_SETTING)
         return None
     if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
         key = target.slice[0].slice.value
@@ -59,7 +155,7 @@ def _counter_name(target: cst.BaseExpression, ctx) -> str | None:
         if (isinstance(container, cst.Name) and container.value not in ctx.assigned
                 and container.value not in ctx.parameters and isinstance(key, cst.SimpleString)
                 and key.evaluated_value in keys and not is_tensor(ctx.kind(container))):
-            return cst.Module([]).code_for_node(target)
+            return Counter(cst.Module([]).code_for_node(target), NO_SETTING)
     return None
 
 
@@ -71,7 +167,7 @@ def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, (cst.Attribute, cst.Subscript)) and code(current) == wanted:
+        if isinstance(current, (cst.Attribute, cst.Subscript, cst.Name)) and code(current) == wanted:
             return True
         if isinstance(current, cst.BinaryOperation):
             stack.extend([current.left, current.right])
@@ -119,7 +215,9 @@ class ModuleIntCounter(Rule):
     fix = (
         "keep the counter in a tensor (register_buffer('step', torch.zeros((), dtype=torch.long)) "
         "and step.add_(1); state['step'] = torch.zeros(()) as torch.optim does), or set "
-        "torch._dynamo.config.allow_unspec_int_on_nn_module = True for module attributes"
+        "torch._dynamo.config.allow_unspec_int_on_nn_module = True for module attributes (and "
+        "plain objects a module holds); a global or class-level counter: a tensor, or update it "
+        "outside the compiled function"
     )
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
@@ -137,7 +235,16 @@ class ModuleIntCounter(Rule):
         "object holds (optimizer state: symbolic after its first change). With "
         "torch._dynamo.config.allow_unspec_int_on_nn_module = True a module's int attribute is traced "
         "as a symbolic int: over 6 calls `self.step += 1` compiles 2 graphs, `if self.calls % 4 == 0` "
-        "3 (one per outcome) instead of 6; the module-level dict is not affected."
+        "3 (one per outcome) instead of 6; the module-level dict is not affected. Measured on "
+        "torch 2.11, 2.13 and 2.14 over 6 calls: a plain object's int counter (a meter's "
+        "`self.count += n`) compiles 6 times when the object is a module's attribute (2 with the "
+        "setting) or a global (6 with it), and is reported where the file builds the class only "
+        "as such; passed in as an argument it compiles twice (symbolic after its first change), "
+        "so a class the file also builds anywhere else is not reported. `global STEP; STEP += 1` "
+        "compiles 6 times on 2.11 and 2.13 and once on 2.14; a class attribute `Stats.calls += 1` "
+        "6 times on 2.13 and 2.14 and once on 2.11: each is reported for the releases where it "
+        "recompiles. Not reported, measured twice at most: a closure's nonlocal counter, float "
+        "attributes (`self.total += 1.0`, a learning rate the caller changes between calls)."
     )
     VALID = [Example('''
 import torch
@@ -160,7 +267,36 @@ state = {"step": torch.zeros(())}
 def fn(x):
     state["step"] += 1
     return x * state["step"]
-''')]
+'''), Example('''
+import torch
+
+STEP = 0
+
+@torch.compile
+def fn(x):
+    global STEP
+    STEP += 1
+    return x * 2
+''', versions=">=2.14"), Example('''
+import torch
+
+class Meter:
+    def __init__(self):
+        self.count = 0
+
+    def update(self, n=1):
+        self.count += n
+
+def evaluate(fn, batches):
+    meter = Meter()  # a local the caller may pass in: its int turns symbolic after one change
+    for x in batches:
+        fn(x, meter)
+
+@torch.compile
+def fn(x, meter):
+    meter.update()
+    return x * 2
+''', calls="[(torch.randn(4, 4), Meter())] * 3")]
     INVALID = [Example('''
 import torch
 from torch import nn
@@ -210,25 +346,81 @@ class EveryFourth(nn.Module):
             x = x * 2
         self.calls += 1
         return x + 1
-''', entry="EveryFourth")]
+''', entry="EveryFourth"), Example('''
+import torch
+from torch import nn
+
+class Meter:
+    def __init__(self):
+        self.total, self.count = 0.0, 0
+
+    def update(self, value, n=1):
+        self.total += value * n
+        self.count += n  # BREAK
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.meter = Meter()
+
+    def forward(self, x):
+        self.meter.update(2.0, n=x.shape[0])
+        return x * 2
+''', entry="Model"), Example('''
+import torch
+
+class Meter:
+    def __init__(self):
+        self.count = 0
+
+    def update(self, n=1):
+        self.count += n  # BREAK
+
+METER = Meter()
+
+@torch.compile
+def fn(x):
+    METER.update()
+    return x * 2
+''', removed_by=()), Example('''
+import torch
+
+STEP = 0
+
+@torch.compile
+def fn(x):
+    global STEP
+    STEP += 1  # BREAK
+    return x * 2
+''', versions="<2.14", removed_by=()), Example('''
+import torch
+
+class Stats:
+    calls = 0
+
+@torch.compile
+def fn(x):
+    Stats.calls += 1  # BREAK
+    return x * 2
+''', versions=">=2.13", removed_by=())]
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
-        name = _counter_name(node.target, ctx)
-        if name is not None and not is_tensor(ctx.kind(node.value)):
-            self._report(node, node.target, name, ctx)
+        counter = _counter(node.target, ctx)
+        if counter is not None and not is_tensor(ctx.kind(node.value)):
+            self._report(node, node.target, counter, ctx)
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         if len(node.targets) != 1 or is_tensor(ctx.kind(node.value)):
             return
         target = node.targets[0].target
-        if not isinstance(target, (cst.Attribute, cst.Subscript)):
+        if not isinstance(target, (cst.Attribute, cst.Subscript, cst.Name)):
             return
         if _reads(node.value, target):  # `self.i = (self.i + n) % size`: an update, not a reset
-            name = _counter_name(target, ctx)
-            if name is not None:
-                self._report(node, target, name, ctx)
+            counter = _counter(target, ctx)
+            if counter is not None:
+                self._report(node, target, counter, ctx)
 
-    def _report(self, update: cst.CSTNode, target: cst.BaseExpression, name: str, ctx) -> None:
+    def _report(self, update: cst.CSTNode, target: cst.BaseExpression, counter: Counter, ctx) -> None:
         """At the counter's first read in the frame: Dynamo guards on the value there, and the
         recompile names that line (`if self.calls % self.rate == 0:` before `self.calls += 1`;
         measured on 2.13, tests/test_guard_facts.py). Once per counter and function: a later
@@ -246,9 +438,10 @@ class EveryFourth(nn.Module):
                     and code(node.targets[0].target) == wanted and _reads(node.value, node.targets[0].target)):
                 return  # an earlier update of the same counter reported it (a reset, `= 0`, is no update)
             if first is None and isinstance(node, type(target)) and code(node) == wanted \
-                    and _reached_with(node, before_update, parents):
+                    and not isinstance(parents.get(id(node)), cst.NameItem) \
+                    and _reached_with(node, before_update, parents):  # (`global STEP` declares, reads nothing)
                 first = node
-        removed_by = None if name.startswith("self.") else frozenset()
+        name, removed_by = counter
         if first is None:
             ctx.report(self, update, self.message.format(target=name), removed_by=removed_by)
             return
