@@ -79,12 +79,47 @@ def _dtype_flip():
     return lambda i: compiled(torch.randn(3, dtype=torch.float32 if i % 2 else torch.float64))
 
 
+def _closure_counter():
+    calls = 0
+
+    def step(x):
+        nonlocal calls
+        calls += 1
+        return x * 2
+
+    compiled = torch.compile(step, backend="eager")
+    return lambda i: compiled(torch.randn(3))
+
+
+class _Meter:
+    def __init__(self):
+        self.count = 0
+
+    def update(self):
+        self.count += 1
+
+
+def _counter_of_an_argument():
+    meter = _Meter()
+
+    def step(x, meter):
+        meter.update()
+        return x * 2
+
+    compiled = torch.compile(step, backend="eager")
+    return lambda i: compiled(torch.randn(3), meter)
+
+
 NON_HAZARDS = {
     "a float hyperparameter changed every step (LR schedule)": _lr_from_param_group,
     "self.training toggled between calls": _training_toggle,
     "requires_grad flipping between calls": _requires_grad_flip,
     "torch.compile called inside a per-step function": _compile_inside_step,
     "dtype alternating between two values": _dtype_flip,
+    # TCL501 reports a plain object's counter only where the object is state (a module's
+    # attribute, a global); these two are its measured exceptions.
+    "a closure's nonlocal int counter": _closure_counter,
+    "an int counter of an object passed in as an argument": _counter_of_an_argument,
 }
 
 
