@@ -15,6 +15,9 @@ from tcl.fixes import SUGGESTION, UNSAFE
 from tcl.fixing import apply as fix_apply
 from tcl.fixing import writer
 from tcl.fixing.apply import fix_source
+from tcl.torch_version import installed
+
+INSTALLED_TORCH = installed() or (0, 0)
 
 
 def src(text: str) -> str:
@@ -744,8 +747,95 @@ ALL_SOURCES = [PRINT] + [s for s, _ in UNSAFE_WHERE] + [
 ]
 
 
+# -- TCL601: an f-string's reads, read into names before it ----------------------------------
+
+FSTRING = """
+import torch
+
+@torch.compile
+def summary(x):
+    total = x.sum()
+    text = f"total {total.item():.4f} peak {x.max().item():.3f} rows {x.shape[0]}"
+    return x * 2, f"{float(total)} {x.tolist()}"
+"""
+
+
+def test_fstring_reads_are_read_into_names_before_it():
+    # Fixes of one pass pick names apart: two f-strings may reuse one (each is assigned just
+    # before the only line that reads it).
+    assert fixed(FSTRING) == src("""
+        import torch
+
+        @torch.compile
+        def summary(x):
+            total = x.sum()
+            total_value = total.item()
+            value = x.max().item()
+            text = f"total {total_value:.4f} peak {value:.3f} rows {x.shape[0]}"
+            total_value = float(total)
+            x_value = x.tolist()
+            return x * 2, f"{total_value} {x_value}"
+        """)
+
+
+@pytest.mark.parametrize("statement", [
+    'log(next_id(), f"{t.item()} {t.tolist()}")',  # a call runs before the f-string
+    'texts = [f"{t.item()} {t.tolist()}" for _ in range(2)]',  # runs once per element
+    'text = flag and f"{t.item()} {t.tolist()}"',  # may not run at all
+    'text = f"{t.item()} {t.tolist()} {next_id()}"',  # another call would run after the reads
+])
+def test_fstring_reads_are_left_where_hoisting_could_reorder_effects(statement):
+    source = src(f"""
+        import torch
+
+        def next_id():
+            return 1
+
+        @torch.compile
+        def fn(x, log, flag):
+            t = x.sum()
+            {statement}
+            return x
+        """)
+    result = fix_source(source, "model.py", Analyzer(Config()), unsafe=True)
+    assert not [f for f in result.applied if f.title.startswith("read the f-string")]
+
+
+def _three_calls(source: str) -> list:
+    """Each call's (compiled, eager) strings, or the error the compiled call raised."""
+    torch = pytest.importorskip("torch")
+    namespace: dict = {}
+    # Backend "eager": the values are exactly eager's, so the strings compare equal.
+    exec(compile(source.replace("@torch.compile", '@torch.compile(backend="eager")'), "summary.py", "exec"),
+         namespace)
+    function = namespace["summary"]
+    eager = getattr(function, "_torchdynamo_orig_callable", function)
+    torch._dynamo.reset()
+    outcomes = []
+    try:
+        for _ in range(3):
+            x = torch.randn(4)
+            try:
+                outcomes.append((function(x)[1], eager(x)[1]))
+            except Exception as exc:  # noqa: BLE001 -- the crash is what is measured
+                outcomes.append(type(exc).__name__)
+    finally:
+        torch._dynamo.reset()
+    return outcomes
+
+
+@pytest.mark.skipif(not (2, 11) <= INSTALLED_TORCH <= (2, 14), reason="TCL601 is measured on 2.11-2.14")
+def test_fstring_fix_removes_the_crash_on_the_compiler():
+    """As written, the compiled function raises from its second call; fixed, it runs on every
+    call and returns what eager returns."""
+    before = _three_calls(src(FSTRING))
+    assert isinstance(before[0], tuple) and all(isinstance(o, str) for o in before[1:]), before
+    for compiled, eager in _three_calls(fixed(FSTRING)):
+        assert compiled == eager
+
+
 @pytest.mark.parametrize("unsafe", [False, True])
-@pytest.mark.parametrize("source", ALL_SOURCES)
+@pytest.mark.parametrize("source", ALL_SOURCES + [FSTRING])
 def test_fixing_twice_changes_nothing_the_second_time(source, unsafe):
     once = run_fix(source, unsafe)
     assert once.errors == []

@@ -110,7 +110,8 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
             key = setting  # one line per setting: once it is in the file, it holds for every compile
             if key in fixes:
                 continue
-            what = "the recompiles" if candidate.rule.category == "recompile" else "the break"
+            what = {"recompile": "the recompiles", "crash": "the compiled call's error"}.get(
+                candidate.rule.category, "the break")
             fixes[key] = _setting_fix(
                 setting, statement, module, finding.code, finding.line, finding.col,
                 f"It removes {what} in {finding.library.split(':')[0]}, code you do not edit"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import is_tensor
+from ..fixes.fstrings import hoist_reads
 from .base import DEFAULT_MODE, Example, Rule
 
 _READ_METHODS = frozenset({"item", "tolist"})
@@ -67,6 +68,7 @@ class NumberBeforeBreakInFString(Rule):
         "f\"{a:.4f} {b:.3f}\"`), or keep the line out of compiled code (`if not "
         "torch.compiler.is_compiling():`)"
     )
+    fixer = staticmethod(hoist_reads)
     modes = frozenset({DEFAULT_MODE})  # under fullgraph=True the first read is the error
     versions = ">=2.11,<=2.14"
     removed_by = frozenset({"capture_scalar_outputs"})
