@@ -364,3 +364,35 @@ def recompiles_subject(reason):
     from tcl.verify import recompiles
 
     return recompiles._guard_subject(reason)
+
+
+def test_a_counter_finding_is_confirmed_by_its_functions_every_call_recompile(tmp_path):
+    """The guard Dynamo reports may name another value the call moves (`self.sum`, a line above
+    the meter's `self.count += n`): a TCL501 finding matches a recompile on every call whose
+    guard points into its own function, and only such a rule (TCL505's sizes do not)."""
+    from tcl.verify.common import STATE_PHASE
+    from tcl.verify.matching import FileShape, _norm, _recompile_matches
+
+    source = tmp_path / "meter.py"
+    source.write_text(textwrap.dedent('''
+        class Meter:
+            def update(self, val, n=1):
+                self.sum += val * n
+                self.count += n
+
+
+        def other(x):
+            return x
+    ''').lstrip("\n"))
+    path = _norm(str(source))
+    rec = {"path": "train.py", "line": 40, "phase": STATE_PHASE, "expected": False,
+           "reason": "1/0: ___stack0.__self__.sum == 0.0 # self.sum += val * n # meter.py:3 in update"}
+    shapes = {}
+
+    def shape(p):
+        return shapes.setdefault(p, FileShape(p))
+
+    assert _recompile_matches(path, 4, rec, shape, persistent=True, state=True)
+    assert not _recompile_matches(path, 4, rec, shape, persistent=True, state=False)
+    assert not _recompile_matches(path, 8, rec, shape, persistent=True, state=True)  # another function
+    assert not _recompile_matches(path, 4, dict(rec, phase="batch"), shape, persistent=True, state=True)

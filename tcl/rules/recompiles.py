@@ -222,6 +222,9 @@ class ModuleIntCounter(Rule):
     gb = (((2, 0), "GB0039"),)
     category = "recompile"
     persistent = True  # every call changes the int: automatic dynamic shapes never absorbs it
+    # `tcl verify`: the function recompiles on every call, identical inputs included, whichever
+    # value of the object the failing guard names.
+    predicts_state = True
     # Module attributes only: a module-level dict's int is reported whatever the setting.
     removed_by = frozenset({"allow_unspec_int_on_nn_module"})
     rationale = (

@@ -27,7 +27,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from ..safe_files import read_regular
-from .common import _display, _norm
+from .common import STATE_PHASE, _display, _norm
 from .examples import ExampleRun
 from .explain import explain
 
@@ -193,7 +193,7 @@ _REFERENCES = re.compile(r"([^\s#'\"]+\.py):(\d+)")
 
 
 def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persistent: bool = False,
-                       end_line: int | None = None) -> bool:
+                       end_line: int | None = None, state: bool = False) -> bool:
     """Whether a recompile is the one a recompile-hazard finding predicts.
 
     The compile trace saw a line of the finding (line..end_line) fix the size whose guard then
@@ -212,6 +212,16 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persisten
     for fragment, number in _REFERENCES.findall(reason):
         if int(number) == line and finding_path.endswith(fragment.lstrip(".")):
             return True
+    if state and rec.get("phase") == STATE_PHASE:
+        # A counter's finding (TCL501) predicts that its function recompiles on every call,
+        # identical inputs included; the guard Dynamo reports may name another value the same
+        # call moves (`self.sum`, read a line above the meter's `self.count += n`).
+        file = shape(finding_path)
+        function = file.function_at(file.def_line(line))
+        if function is not None and any(
+                finding_path.endswith(fragment.lstrip(".")) and file.function_at(file.def_line(int(number))) == function
+                for fragment, number in _REFERENCES.findall(reason)):
+            return True
     if not rec.get("path") or _norm(rec["path"]) != finding_path or not rec.get("line"):
         return False
     file = shape(finding_path)
@@ -224,6 +234,8 @@ def _recompile_matches(finding_path: str, line: int, rec: dict, shape, persisten
         return "size mismatch" in reason or "stride mismatch" in reason
     if persistent and not specs and not rec.get("expected") and ("size mismatch" in reason or rec["line"] == line):
         return True
+    if state and rec.get("phase") == STATE_PHASE:
+        return True  # the frame holding the counter recompiled on every call
     guard = re.sub(r"'[^']*'|\"[^\"]*\"", "", reason.split(": ", 1)[-1].split(" # ", 1)[0])
     text = file.line_text(line)
     names = {n for n in _GUARD_NAMES.findall(guard) if n not in ("L", "G", "self", "tensor", "size",
@@ -318,7 +330,8 @@ def analyse(findings, runs: list[ExampleRun], checked: set[str]) -> dict:
         if is_recompile:
             persistent = getattr(rule, "persistent", False)
             hits = [r for r in recompiles
-                    if _recompile_matches(path, finding.line, r, shape, persistent, finding.end_line)]
+                    if _recompile_matches(path, finding.line, r, shape, persistent, finding.end_line,
+                                          state=getattr(rule, "predicts_state", False))]
             for rec in hits:
                 rec["findings"].append(f"{finding.code}@{finding.line}")
             function = shape(path).function_at(shape(path).def_line(finding.line))
