@@ -63,7 +63,8 @@ class RuntimeBreak:
 
 @dataclass(frozen=True)
 class FrameSkip:
-    """A break Dynamo could not resume after ("Skipping the function and falling back to eager"):
+    """A break Dynamo could not resume after ("Skipping the function and falling back to eager",
+    or "cannot resume from ... skipping the rest of the function"):
     a break inside a for/while loop, a try or a with it cannot re-enter, also one in a helper
     called from there.  The skipped frame runs eagerly, so hazards later in it never reach Dynamo.
     """
@@ -182,7 +183,10 @@ def _parse_log(records: list[str], user_files: set[str]) -> list[RuntimeBreak]:
 
 
 _SKIPPED = re.compile(r"frame skipped: (\S+) \((.+) line (\d+)\)")
-_SKIP_PHRASE = "Skipping the function and falling back to eager"
+# Both make the rest of the frame run eagerly: the first skips the whole function, the second
+# ("... Compiling up to the previous resumable state, then skipping the rest of the function",
+# torch 2.13 and 2.14: a slice bound read from a tensor) keeps the graph before the break.
+_SKIP_PHRASES = ("Skipping the function and falling back to eager", "graph break that we cannot resume from")
 
 
 def _parse_frame_skips(records: list[str], user_files: set[str]) -> list[FrameSkip]:
@@ -190,7 +194,7 @@ def _parse_frame_skips(records: list[str], user_files: set[str]) -> list[FrameSk
     skips: list[FrameSkip] = []
     for text in records:
         m = _BREAK_AT.search(text)
-        if not m or (_SKIP_PHRASE not in text and "frame skipped:" not in text):
+        if not m or (not any(p in text for p in _SKIP_PHRASES) and "frame skipped:" not in text):
             continue
         frames = _frames_after(text, "User code traceback:")
         loc = _pick_frame(frames, user_files) or (m.group(1), int(m.group(2)))

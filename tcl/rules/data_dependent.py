@@ -511,6 +511,17 @@ def fn(x):
     n = (x > 0).sum()
     return x[:n]  # BREAK
 '''),
+        # Dynamo cannot resume after a slice bound: the print runs eagerly and breaks nothing.
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    n = (x > 0).sum()
+    head = x[:n]  # BREAK
+    print(head.shape)
+    return head
+''', fullgraph_breaks=True),  # (fullgraph=True captures the slice and fails at the print)
         Example('''
 import numpy as np
 import torch
@@ -583,7 +594,8 @@ def fn(x, mask):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "narrow" and is_tensor(ctx.kind(func.value)):
             if self._first_use([a.value for a in node.args[1:]], ctx, resumed_ok=True):
-                ctx.report(self, node, self.message.format(what="a narrow() bound"))
+                # Measured on 2.13 and 2.14: no resuming after it either (as a slice bound).
+                ctx.report(self, node, self.message.format(what="a narrow() bound"), resumes=False)
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
         if not is_tensor(ctx.kind(node.value)):
@@ -598,10 +610,11 @@ def fn(x, mask):
             if isinstance(index, cst.Slice):
                 bounds = [b for b in (index.lower, index.upper, index.step) if b is not None]
                 if self._first_use(bounds, ctx):
-                    # Measured on 2.13: whether Dynamo resumes after it depends on more than the
-                    # source shows (`y[: c.sum()]` runs the rest of the frame eagerly, `n =
-                    # c.sum(); y[:n]` resumes), so nothing after it is taken as hidden.
-                    ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124")
+                    # Measured on 2.13 and 2.14: Dynamo cannot resume after a slice bound read
+                    # from a tensor (`y[: c.sum()]`, `n = c.sum(); y[:n]`, a frame input `y[:t]`:
+                    # "cannot resume from ... compiling up to the previous resumable", or the
+                    # whole function skipped): the rest of the frame runs eagerly.
+                    ctx.report(self, node, self.message.format(what="a slice bound"), gb="GB0124", resumes=False)
                     return
 
     def _first_use(self, values, ctx, resumed_ok: bool = False) -> bool:
