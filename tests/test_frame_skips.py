@@ -248,3 +248,56 @@ def test_the_compiler_skips_after_an_exit(tmp_path, entry, n, recompiles):
     calls = [(torch.randn(size, 4), torch.tensor(n)) for size in (3, 5, 7, 9)]
     compiles = count_compiles(getattr(module, entry), calls)
     assert (compiles > 2) is recompiles, compiles
+
+
+def _resume_probe(example) -> tuple[str, int] | None:
+    """The example's code with `print("after")` right after its one `# BREAK` statement, and
+    that statement's line; None where that says nothing (a return, a compound statement, a
+    break inside a loop, with or try, which skip the frame anyway, or a lazily formatted string
+    whose break is reported at the next line)."""
+    import ast
+
+    marks = example.expected_lines()
+    if len(marks) != 1 or not example.default_breaks:
+        return None
+    tree = ast.parse(example.code)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    statement = next((n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.lineno == marks[0]
+                      and n.end_lineno == marks[0] and not isinstance(n, ast.FunctionDef)), None)
+    if statement is None or not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        return None
+    node = parents.get(statement)
+    while node is not None and not isinstance(node, ast.FunctionDef):
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.Try, ast.If)):
+            return None
+        node = parents.get(node)
+    lines = example.code.splitlines()
+    line = lines[marks[0] - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    return "\n".join(lines[:marks[0]] + [indent + 'print("after")'] + lines[marks[0]:]) + "\n", marks[0]
+
+
+RESUMING = [
+    pytest.param(rule, example, id=f"{rule.code}-invalid-{i}")
+    for rule in ALL_RULES if rule.category == "graph-break" and rule.runtime_line_offset == 0
+    for i, example in enumerate(rule.INVALID)
+    if _resume_probe(example) is not None
+    and not any(CANNOT_RESUME in f.note for f in analyze(example.code, example_version(example), example.assume,
+                                                             example.settings).findings)
+]
+
+
+@pytest.mark.parametrize("rule, example", RESUMING)
+def test_the_compiler_resumes_where_tcl_says_it_does(rule, example):
+    """The converse of the test above: where tcl keeps reporting after a break, the compiler
+    resumes there, so a print right after the break breaks too (a slice bound read from a tensor
+    did not: TCL206 says so since session 28)."""
+    if not example.applies_to(INSTALLED):
+        pytest.skip(f"example is for torch {example.versions}")
+    from tcl.oracle import probe_source
+
+    code, line = _resume_probe(example)
+    with _settings(example):
+        result = probe_source(code, example.entry, example.args)
+    assert result.exception is None
+    assert line + 1 in {b.line for b in result.breaks}, "the rest of the frame ran eagerly"
