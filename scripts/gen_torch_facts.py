@@ -227,6 +227,8 @@ SIZE_PROBES = {
     "torch.triu": ("torch.triu(x, 1)", "receiver"), "Tensor.roll": ("x.roll(1, 0)", "receiver"),
     "Tensor.unfold": ("x.unfold(0, 2, 1)", "receiver"), "Tensor.chunk": ("x.chunk(2)[0]", "receiver"),
     "Tensor.tensor_split": ("x.tensor_split(2)[0]", "receiver"), "Tensor.split": ("x.split(2)[0]", "receiver"),
+    # One tensor per row of dim 0 (RNN code over time steps): their number is the size.
+    "Tensor.unbind": ("x.unbind(0)[0]", "receiver"), "torch.unbind": ("torch.unbind(x, 0)[0]", "receiver"),
     "Tensor.sort": ("x.sort(0).values", "receiver"), "Tensor.argsort": ("x.argsort(0)", "receiver"),
     "Tensor.cumsum": ("x.cumsum(0)", "receiver"), "torch.cdist": ("torch.cdist(x, x)", "receiver"),
     "torch.block_diag": ("torch.block_diag(x, x)", "receiver"), "Tensor.flip": ("x.flip(0)", "receiver"),

@@ -128,7 +128,8 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str |
     """A tensor whose sizes cannot follow the inputs: held by the module, built by a factory
     from constants, a parameter every traced caller fills with such a tensor
     (`ctx.fixed_params`), a name bound to one, a size-keeping method of one (`.to()`,
-    `.float()`), or its arithmetic with numbers and full reductions
+    `.float()`), a view or reshape to sizes the model fixes (`r.view(n, h, h)` with `n, h, _ =
+    self.rotations.shape`), or its arithmetic with numbers and full reductions
     (`weights / weights.sum()`)."""
     if depth > 6:
         return False
@@ -150,6 +151,14 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str |
             return fixed_tensor(func.value, ctx, depth + 1, rebinding)
         if ctx.qualname(func) in _FACTORIES:
             return all(_constant(a.value) or _fixed_size(a.value, ctx, depth) for a in node.args if a.keyword is None)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("view", "reshape") and node.args:
+            # `w.view(n, d, h, h)` with sizes the model fixes: the result's sizes are those,
+            # whatever the receiver (not `-1`, which takes what is left of the receiver's).
+            sizes = node.args[0].value.elements if len(node.args) == 1 and isinstance(
+                node.args[0].value, (cst.Tuple, cst.List)) else node.args
+            values = [getattr(a, "value", a) for a in sizes]
+            return all(a.keyword is None for a in node.args) and bool(values) and all(
+                (_constant(v) and not _minus_one(v)) or _fixed_size(v, ctx, depth) for v in values)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _DIVIDING + (cst.Power,)):
         operands = (node.left, node.right)
         return any(not _scalar_operand(o) for o in operands) and all(
@@ -175,6 +184,11 @@ def _fixed_size(node: cst.BaseExpression, ctx, depth: int) -> bool:
     """`torch.zeros(self.w.shape[0], channels)`: a size argument that never changes."""
     size = size_of(node, ctx, depth + 1)
     return size is not None and size.varies is False
+
+
+def _minus_one(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+        and isinstance(node.expression, cst.Integer) and node.expression.value == "1"
 
 
 def _constant(node: cst.BaseExpression) -> bool:

@@ -35,6 +35,9 @@ def _is_tensor_receiver(func: cst.Attribute, ctx) -> bool:
     kind = ctx.kind(func.value)
     if is_tensor(kind):
         return True
+    head = (dotted(func.value) or "").split(".")[0]
+    if head in ctx.index.imports.aliases and head not in ctx.assigned and head not in ctx.parameters:
+        return False  # `torch.unbind(x)`: a module's function, not a method of a tensor named `torch`
     from .. import torch_facts
 
     facts = torch_facts.facts_for(tuple(ctx.version[:2]))
@@ -50,6 +53,22 @@ def _splits_by_int(call: cst.Call, ctx) -> bool:
     if first is None or not (isinstance(first, cst.Integer) or is_size(first, ctx)):
         return False
     return _splits_dim_zero(call)
+
+
+def _unbinds_a_varying_dim(call: cst.Call, dim_position: int, ctx) -> bool:
+    """`x.unbind()` / `torch.unbind(x, dim=0)`: one tensor per row of dim 0, whose number follows
+    the batch or the sequence (RNN code over time steps). Not another dim (`xyz.unbind(-1)`, a
+    fixed width), nor a result unpacked into names (`q, k, v = qkv.unbind(0)`: the count is
+    fixed by the code)."""
+    dims = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "dim"]
+    positional = [a.value for a in call.args if a.keyword is None]
+    dims += positional[dim_position:dim_position + 1]
+    if dims and not (isinstance(dims[0], cst.Integer) and dims[0].value == "0"):
+        return False
+    parent = ctx.parent()
+    if isinstance(parent, cst.Assign) and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in parent.targets):
+        return False
+    return True
 
 
 def _splits_dim_zero(call: cst.Call) -> bool:
@@ -131,8 +150,11 @@ class SizeSpecialisingCall(Rule):
         "Some torch calls need the exact size of their input in Python: Dynamo fixes the "
         "symbolic size to a constant while tracing them, and the next size fails the guard. "
         "Which calls do is measured per release by scripts/gen_torch_facts.py (four square "
-        "sizes, compilations counted per call); on torch 2.13 37 of 112 probed calls do: "
-        "Tensor.fill_diagonal_, Tensor.take_along_dim, Tensor.split along a changing dim, torch.triu_indices / "
+        "sizes, compilations counted per call); on torch 2.13 39 of 114 probed calls do: "
+        "Tensor.fill_diagonal_, Tensor.take_along_dim, Tensor.split along a changing dim, "
+        "Tensor.unbind / torch.unbind along dim 0 (one tensor per row: RNN code over time steps; "
+        "not another dim, `xyz.unbind(-1)`, nor a result unpacked into names, `q, k, v = "
+        "qkv.unbind(0)`, whose count the code fixes), torch.triu_indices / "
         "tril_indices, torch.linspace, torch.hann_window, one_hot with a size as num_classes, "
         "torch.istft's length, torch.histc's bins, avg/max_pool1d's kernel and adaptive_avg_pool1d's "
         "output size, torch.kron of a tensor whose sizes follow the inputs, and "
@@ -155,6 +177,34 @@ def fn(x):
     mask = torch.eye(n, dtype=torch.bool, device=x.device)
     return x.masked_fill(mask, 0) + torch.tril(x)
 ''', calls=SQUARES),
+        # A fixed number of pieces: unpacked into names, or along a width
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    a, b, c = x[:, :3].unbind(1)
+    first, second = torch.unbind(x[:2], dim=0)
+    return a + b + c + first.sum() + second.sum()
+''', calls="[(torch.randn(n, 4),) for n in (4, 6, 8, 10)]"),
+        # Rows of a tensor viewed to sizes the module fixes (peft's BOFT blocks)
+        Example('''
+import torch
+from torch import nn
+
+class Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rotations = nn.Parameter(torch.randn(6, 3, 3))
+
+    def rotate(self, r):
+        return r @ r.transpose(-1, -2)
+
+    def forward(self, x):
+        n, h, _ = self.rotations.shape
+        blocks = self.rotate(self.rotations).view(n, h, h)
+        return x @ torch.block_diag(*torch.unbind(blocks))
+''', entry="Blocks", calls="[(torch.randn(n, 18),) for n in (4, 6, 8, 10)]"),
         # math.sqrt of a size stays symbolic; numpy's does not (below)
         Example('''
 import math
@@ -208,6 +258,18 @@ import torch
 def fn(x):
     return torch.kron(x, torch.ones(2, 2))  # BREAK
 ''', calls=SQUARES),
+        # One tensor per time step: their number is the sequence length
+        Example('''
+import torch
+
+@torch.compile
+def fn(x, h):
+    outputs = []
+    for step in torch.unbind(x, dim=0):  # BREAK
+        h = torch.tanh(step + h)
+        outputs.append(h)
+    return torch.stack(outputs)
+''', calls="[(torch.randn(n, 2, 3), torch.zeros(2, 3)) for n in (4, 6, 8, 10)]"),
         # NumPy on a size: torch._numpy makes the int a tensor, which needs its value
         Example('''
 import numpy as np
@@ -269,7 +331,8 @@ def fn(x):
             if carrier is not None and _is_tensor_receiver(func, ctx):
                 receiver = cst.Module([]).code_for_node(func.value)
                 if carrier == "receiver":
-                    if fixed_tensor(func.value, ctx) or (method == "Tensor.split" and not _splits_by_int(node, ctx)):
+                    if fixed_tensor(func.value, ctx) or (method == "Tensor.split" and not _splits_by_int(node, ctx)) \
+                            or (method == "Tensor.unbind" and not _unbinds_a_varying_dim(node, 0, ctx)):
                         return
                     what = f"on {receiver}, whose sizes follow the inputs"
                     ctx.report(self, node, self.message.format(call=f".{func.attr.value}()", what=what))
@@ -280,6 +343,8 @@ def fn(x):
         carrier = calls.get(qualname) if qualname is not None else None
         if carrier == "receiver":  # a torch function's first tensor argument (torch.kron(x, x))
             first = next((a.value for a in node.args if a.keyword is None), None)
+            if qualname == "torch.unbind" and not _unbinds_a_varying_dim(node, 1, ctx):
+                return
             if first is not None and is_tensor(ctx.kind(first)) and not fixed_tensor(first, ctx):
                 what = f"on {source_text(first)}, whose sizes follow the inputs"
                 ctx.report(self, node, self.message.format(call=f"{qualname}()", what=what))
