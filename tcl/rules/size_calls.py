@@ -341,6 +341,11 @@ def fn(x):
                 return
         qualname = ctx.qualname(func)
         carrier = calls.get(qualname) if qualname is not None else None
+        if carrier is None and qualname is not None and qualname.startswith("torch.") \
+                and qualname.count(".") == 1 and qualname != "torch.split":
+            # torch.take_along_dim(x, ...): the function form of a measured Tensor method
+            # (torch.split's split size comes second: its method form is the one measured)
+            carrier = "receiver" if calls.get("Tensor." + qualname[len("torch."):]) == "receiver" else None
         if carrier == "receiver":  # a torch function's first tensor argument (torch.kron(x, x))
             first = next((a.value for a in node.args if a.keyword is None), None)
             if qualname == "torch.unbind" and not _unbinds_a_varying_dim(node, 1, ctx):
