@@ -53,27 +53,34 @@ def _int_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _state_instances(tree) -> dict[str, frozenset[str]]:
-    """Classes this file instantiates only as long-lived state -> how: "attribute" (`self.x =
-    C(...)` in a method) and/or "global" (`X = C(...)` at module level), when every `C(...)` call
-    is one of those. Dynamo reaches such an object through a module or a global and guards on its
-    ints' values on every call. Built anywhere else (a local, an argument, a container), the
-    object may reach the compiled call as an input, whose ints turn symbolic after their first
-    change (measured: 2 compilations over 6 calls): not here."""
+    """Classes this file instantiates only as long-lived state -> where: the names of the classes
+    whose methods hold them (`self.meter = Meter()`) and/or "<global>" (`METER = Meter()` at
+    module level), when every `C(...)` call is one of those. Dynamo reaches such an object
+    through a module or a global and guards on its ints' values on every call. Built anywhere
+    else (a local, an argument, a container), the object may reach the compiled call as an
+    input, whose ints turn symbolic after their first change (measured: 2 compilations over 6
+    calls): not here."""
     import ast
 
     calls: dict[str, int] = {}
     stateful: dict[str, list[str]] = {}
+    holders = {id(node): cls.name for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+               for node in ast.walk(cls)}  # innermost last: a nested class overwrites its outer one
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             calls[node.func.id] = calls.get(node.func.id, 0) + 1
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
                 and isinstance(node.value.func, ast.Name):
             target = node.targets[0]
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                stateful.setdefault(node.value.func.id, []).append("attribute")
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                    and id(node) in holders:
+                stateful.setdefault(node.value.func.id, []).append(holders[id(node)])
             elif isinstance(target, ast.Name) and node in tree.body:
-                stateful.setdefault(node.value.func.id, []).append("global")
-    return {name: frozenset(how) for name, how in stateful.items() if calls.get(name) == len(how)}
+                stateful.setdefault(node.value.func.id, []).append(GLOBAL_HOLDER)
+    return {name: frozenset(where) for name, where in stateful.items() if calls.get(name) == len(where)}
+
+
+GLOBAL_HOLDER = "<global>"
 
 
 def _module_ints(tree) -> frozenset[str]:
@@ -128,9 +135,10 @@ def _counter(target: cst.BaseExpression, ctx) -> Counter | None:
         # A plain object (a meter) the file keeps only as an attribute or a global: measured on
         # 2.11, 2.13 and 2.14, its int attribute recompiles every call; held by a module, the
         # module setting makes it symbolic (2 compilations over 6 calls), as a global it does not.
-        how = ((index.file_fact("state-instances", _state_instances) if index else None) or {}).get(owner.name)
-        if how and target.attr.value in attrs and not is_tensor(ctx.kind(target)):
-            return Counter(f"self.{target.attr.value}", None if how == {"attribute"} else NO_SETTING)
+        holders = ((index.file_fact("state-instances", _state_instances) if index else None) or {}).get(owner.name)
+        if holders and target.attr.value in attrs and not is_tensor(ctx.kind(target)):
+            by_modules = all(h in index.classes and index.classes[h].is_module for h in holders)
+            return Counter(f"self.{target.attr.value}", None if by_modules else NO_SETTING)
         return None
     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and index is not None:
         # `Stats.calls += 1` on a class attribute: every call on 2.13 and 2.14, once on 2.11.
