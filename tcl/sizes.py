@@ -151,14 +151,21 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str |
             return fixed_tensor(func.value, ctx, depth + 1, rebinding)
         if ctx.qualname(func) in _FACTORIES:
             return all(_constant(a.value) or _fixed_size(a.value, ctx, depth) for a in node.args if a.keyword is None)
-        if isinstance(func, cst.Attribute) and func.attr.value in ("view", "reshape") and node.args:
+        if isinstance(func, cst.Attribute) and func.attr.value in ("view", "reshape") and node.args \
+                and id(node) not in _VIEWS_IN_PROGRESS:
             # `w.view(n, d, h, h)` with sizes the model fixes: the result's sizes are those,
             # whatever the receiver (not `-1`, which takes what is left of the receiver's).
+            # A size of the view's own result (`x = x.view(x.shape[0], h)`) leads back here:
+            # not fixed by this route.
             sizes = node.args[0].value.elements if len(node.args) == 1 and isinstance(
                 node.args[0].value, (cst.Tuple, cst.List)) else node.args
             values = [getattr(a, "value", a) for a in sizes]
-            return all(a.keyword is None for a in node.args) and bool(values) and all(
-                (_constant(v) and not _minus_one(v)) or _fixed_size(v, ctx, depth) for v in values)
+            _VIEWS_IN_PROGRESS.add(id(node))
+            try:
+                return all(a.keyword is None for a in node.args) and bool(values) and all(
+                    (_constant(v) and not _minus_one(v)) or _fixed_size(v, ctx, depth) for v in values)
+            finally:
+                _VIEWS_IN_PROGRESS.discard(id(node))
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _DIVIDING + (cst.Power,)):
         operands = (node.left, node.right)
         return any(not _scalar_operand(o) for o in operands) and all(
@@ -184,6 +191,9 @@ def _fixed_size(node: cst.BaseExpression, ctx, depth: int) -> bool:
     """`torch.zeros(self.w.shape[0], channels)`: a size argument that never changes."""
     size = size_of(node, ctx, depth + 1)
     return size is not None and size.varies is False
+
+
+_VIEWS_IN_PROGRESS: set[int] = set()  # view calls fixed_tensor is deciding, up the stack
 
 
 def _minus_one(node: cst.BaseExpression) -> bool:

@@ -126,6 +126,23 @@ def test_a_list_shown_only_by_its_name_is_still_judged_as_before():
     assert findings(source) == [("TCL505", 6)]
 
 
+def test_a_view_to_a_size_of_its_own_result_is_decided_without_looping():
+    """`x = x.view(x.shape[0], 4)`: the view's size is a size of the name the view rebinds, which
+    leads back to the view (session 28 first looped there: "expression nesting too deep" on
+    seven speechbrain files). It is a size of the input: still reported."""
+    source = """
+        import torch
+
+        @torch.compile
+        def fn(x):
+            x = x.view(x.shape[0], 4)
+            return torch.unbind(x)
+        """
+    report = Analyzer(Config()).check_source(textwrap.dedent(source), "m.py")
+    assert report.errors == []
+    assert [(f.code, f.line) for f in report.findings] == [("TCL506", 7)]
+
+
 def test_the_compiler_recompiles_only_for_the_size_of_the_input(tmp_path):
     torch = pytest.importorskip("torch")
     from tcl.verify.compile_trace import CompileTrace
