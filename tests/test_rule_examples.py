@@ -205,9 +205,10 @@ def crashing_calls(example, compiled: bool = True) -> tuple[list[int], int | Non
         except Exception as exc:  # noqa: BLE001 -- the error is what is measured
             raised.append(number)
             if line is None:
-                frames = [f for f in traceback.extract_tb(exc.__traceback__)
-                          if f.filename.endswith("recompile_example.py")]
-                line = frames[-1].lineno if frames else None
+                from tcl.verify.recompiles import _frames
+
+                lines = [n for path, n in _frames(exc) if path.endswith("recompile_example.py")]
+                line = lines[-1] if lines else None
     torch._dynamo.reset()
     return raised, line
 
@@ -299,6 +300,7 @@ def test_valid_example_compiles_without_break(rule, example):
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
     if rule.category == "crash":
+        assert crashing_calls(example, compiled=False) == ([], None), "the example's own calls must run"
         assert crashing_calls(example) == ([], None)
         return
     if rule.category == "recompile":

@@ -17,7 +17,7 @@ from .dynamic_shapes import DynamicOutputShape, OneHotWithoutNumClasses
 from .enums import StrEnumMethod
 from .indexing import ZeroDimTensorIndex
 from .containers import GrowingContainer
-from .crashes import NumberBeforeBreakInFString
+from .crashes import NumberBeforeBreakInFString, SizeComparedWithTensorInList
 from .recompiles import (
     DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
 )
@@ -50,7 +50,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
         DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod, OptimizerCallInCompiledRegion,
-        NumberBeforeBreakInFString,
+        NumberBeforeBreakInFString, SizeComparedWithTensorInList,
     ],
     key=lambda rule: rule.code,
 ))

@@ -1,5 +1,8 @@
 """Code the compiler gets wrong: the compiled function raises where eager Python runs.
 
+TCL601 (below, this paragraph's subject) and TCL602 (a list of sizes compared with one holding a
+tensor; its own docstring).
+
 A graph break in the middle of an f-string leaves the pieces formatted so far on Python's stack;
 Dynamo hands them to the function it resumes in. Measured on torch 2.11 (CUDA build), 2.13 and 2.14
 (default mode, backend eager, three calls with new values; tests/test_rule_examples.py): when such a piece holds
@@ -19,7 +22,9 @@ import libcst as cst
 
 from ..dataflow import is_tensor
 from ..fixes.fstrings import hoist_reads
+from ..names import source_text
 from .base import DEFAULT_MODE, Example, Rule
+from .specialisation import changing_size
 
 _READ_METHODS = frozenset({"item", "tolist"})
 _NUMBER_CALLS = frozenset({"builtins.int", "builtins.float"})
@@ -144,3 +149,139 @@ def fn(x):
                         number=f"`{code(earlier.expression)}`", read=f"`{code(read)}`",
                         release=f"{ctx.version[0]}.{ctx.version[1]}", error=error))
                     return
+
+
+_SHAPE_WRAPPERS = frozenset({"builtins.list", "builtins.tuple"})
+
+
+def _shape_of(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
+    """The tensor whose sizes `node` lists: `list(t.size())`, `tuple(t.shape)`, `t.shape` (a
+    tuple; compared with a list it is never equal), `t.size()`."""
+    if isinstance(node, cst.Call) and ctx.qualname(node.func) in _SHAPE_WRAPPERS and len(node.args) == 1:
+        return _shape_of(node.args[0].value, ctx)
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape" and is_tensor(ctx.kind(node.value)):
+        return node.value
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+            and not node.args and is_tensor(ctx.kind(node.func.value)):
+        return node.func.value
+    return None
+
+
+def _element_size(sequence: cst.BaseExpression, index: int, ctx):
+    """(text, Size) of the `index`-th element of a sequence of sizes when it may change between
+    calls; None otherwise."""
+    tensor = _shape_of(sequence, ctx)
+    if tensor is not None:
+        dim = cst.Subscript(value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
+                            slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))])
+        size = changing_size(dim, ctx)
+        return (f"{source_text(tensor)}.shape[{index}]", size) if size is not None else None
+    if isinstance(sequence, (cst.List, cst.Tuple)) and index < len(sequence.elements):
+        element = sequence.elements[index]
+        if isinstance(element, cst.StarredElement) or any(isinstance(e, cst.StarredElement)
+                                                          for e in sequence.elements[:index]):
+            return None
+        size = changing_size(element.value, ctx)
+        return (source_text(element.value), size) if size is not None else None
+    return None
+
+
+class SizeComparedWithTensorInList(Rule):
+    """A list of sizes compared with a list that holds tensor data, element by element: where a
+    size that changes between calls meets a tensor, the compiled function raises.
+
+    Measured on torch 2.13 and 2.14 (default mode, backend eager, four calls with a growing dim;
+    tests/test_rule_examples.py): `assert list(x.size()) == [x.shape[0], mask.sum()]`, `if
+    list(x.size()) == [...]` and `[x.shape[1]] == [m]` run on the first call (the comparison
+    breaks the graph, TCL207) and raise AssertionError ("Expected bool, got FakeTensor") from
+    the first call after the size changed: the size is symbolic by then, and Dynamo's
+    comparison of a symbolic int with a tensor inside the list comparison fails. The same
+    comparison with a size that does not change (`torch.ones(4, 3).size()`), and `x.shape[1] ==
+    m` outside a list, run.
+    """
+
+    code = "TCL602"
+    category = "crash"
+    name = "size-compared-with-tensor-in-list"
+    message = (
+        "list comparison pairs {size}, a size that changes between calls, with {tensor}, tensor "
+        "data: on torch {release} the compiled function raises AssertionError ('Expected bool, got "
+        "FakeTensor') from the first call after the size changes (eager runs it)"
+    )
+    consequence_after = ": on torch"
+    fix = (
+        "compare element by element outside a list (`x.shape[1] == width`, or "
+        "`torch._check(x.shape[1] == width)`), or compare the sizes as Python ints and the tensor "
+        "apart"
+    )
+    modes = frozenset({DEFAULT_MODE})  # under fullgraph=True the list comparison is the error (TCL207)
+    versions = ">=2.13,<=2.14"
+    rationale = (
+        "`list(t.size()) == [b, n, width]` compares element by element. Where an element is "
+        "tensor data (`width = mask.sum()`) and the size it meets changes between calls, the "
+        "first call breaks the graph there (TCL207) and runs; once automatic dynamic shapes "
+        "made the size symbolic, Dynamo's comparison of the symbolic int with the tensor fails "
+        "inside the list comparison. Measured on torch 2.13 and 2.14 (default mode, backend "
+        "eager, four calls with a growing dim): `assert list(x.size()) == [x.shape[0], "
+        "mask.sum()]`, `if list(x.size()) == [...]` and `[x.shape[1]] == [m]` raise "
+        "AssertionError ('Expected bool, got FakeTensor') from the second call; a size that "
+        "does not change (`torch.ones(4, 3).size()`) and `x.shape[1] == m` outside a list run. "
+        "Found by `tcl verify` on the fixtures (library_patterns.py's Longformer-style "
+        "`assert list(scores.size()) == [batch, seq, max_num_global]`)."
+    )
+    VALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x, mask):
+    width = mask.sum()
+    scores = torch.ones(4, 3)
+    assert list(scores.size()) == [4, width], "bad shape"  # noqa: TCL207
+    return x * 2
+''', calls="[(torch.randn(2, n), torch.ones(3, dtype=torch.long)) for n in (3, 4, 5, 6)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x, mask):
+    width = mask.sum()
+    assert x.shape[1] == width, "bad width"
+    return x * 2
+''', calls="[(torch.randn(2, n), torch.ones(n, dtype=torch.long)) for n in (3, 4, 5, 6)]")]
+    INVALID = [Example('''
+import torch
+
+@torch.compile
+def fn(x, mask):
+    width = mask.sum()
+    assert list(x.size()) == [x.shape[0], width], "bad shape"  # BREAK  # noqa: TCL207
+    return x * 2
+''', calls="[(torch.randn(2, n), torch.ones(n, dtype=torch.long)) for n in (3, 4, 5, 6)]"), Example('''
+import torch
+
+@torch.compile
+def fn(x, lengths):
+    if [x.shape[1]] == [lengths.max()]:  # BREAK  # noqa: TCL207
+        return x * 2
+    return x
+''', calls="[(torch.randn(2, n), torch.tensor([1, n])) for n in (3, 4, 5, 6)]")]
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        left = node.left
+        for target in node.comparisons:
+            right = target.comparator
+            if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+                for display, other in ((left, right), (right, left)):
+                    if not isinstance(display, (cst.List, cst.Tuple)):
+                        continue
+                    for index, element in enumerate(display.elements):
+                        if isinstance(element, cst.StarredElement):
+                            break
+                        if not is_tensor(ctx.kind(element.value)):
+                            continue
+                        found = _element_size(other, index, ctx)
+                        if found is not None:
+                            ctx.report(self, node, self.message.format(
+                                size=f"`{found[0]}`", tensor=f"`{source_text(element.value)}`",
+                                release=f"{ctx.version[0]}.{ctx.version[1]}"))
+                            return
+            left = right

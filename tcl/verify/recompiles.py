@@ -223,11 +223,21 @@ def _run_phase(phase: Phase, make_compiled, device: str, deadline: float):
     return trace.compilations, done, failure, stopped
 
 
+_USER_CODE_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
 def _frames(exc: BaseException) -> list[tuple[str, int]]:
-    """(absolute path, line) of each frame of the error's traceback, innermost last."""
+    """(absolute path, line) of each frame of the error's traceback, innermost last; an error
+    Dynamo raised while tracing adds the frames its message names ("from user code:"), which
+    lie deeper than the Python traceback's."""
     import traceback
 
-    return [(os.path.abspath(f.filename), f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+    frames = [(os.path.abspath(f.filename), f.lineno or 0) for f in traceback.extract_tb(exc.__traceback__)]
+    text = str(exc)
+    if "from user code:" in text:
+        tail = text.split("from user code:", 1)[1]
+        frames += [(os.path.abspath(path), int(line)) for path, line in _USER_CODE_FRAME.findall(tail)]
+    return frames
 
 
 def compiled_crash(phase: Phase, failure, user_files, target) -> dict | None:
