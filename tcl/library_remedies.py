@@ -23,6 +23,8 @@ SETTINGS = {
                "(nonzero / masked_select shapes stay in the graph)"),
     "TCL101": "add print to torch._dynamo.config.reorderable_logging_functions (it then runs after the graph)",
     "TCL408": "set torch._dynamo.config.allow_rnn = True before compiling (Dynamo then traces nn.RNN/LSTM/GRU)",
+    "TCL601": ("set torch._dynamo.config.capture_scalar_outputs = True before compiling (the reads stay in the "
+               "graph and the f-string no longer raises)"),
     "TCL501": ("set torch._dynamo.config.allow_unspec_int_on_nn_module = True before compiling (a module's int "
                "counter is traced as a symbolic int and stops recompiling each call)"),
 }
@@ -30,7 +32,7 @@ SETTINGS = {
 
 def remedy(code: str, package: str, category: str = "graph-break") -> str:
     """The fix text of a finding in `package` (`zuko==1.6.0`) under rule `code`."""
-    if category != "graph-break":
+    if category == "recompile":  # a crash, like a break, is avoided by keeping the call out of the graph
         if code in SETTINGS:
             return f"in {package}, which you do not edit: {SETTINGS[code]}"
         return (f"in {package}, which you do not edit: mark the varying dimension dynamic at your compile call "

@@ -8,6 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tcl.library_remedies import SETTINGS, remedy  # noqa: E402
+from tcl.torch_version import installed  # noqa: E402
+
+INSTALLED = installed() or (0, 0)
 
 
 def _item(x):
@@ -78,8 +81,46 @@ RECOMPILE_CASES = {
 }
 
 
+def _summary(x):
+    return x * 2, f"total {x.sum().item():.3f} peak {x.max().item():.3f}"
+
+
+# Crash rules: with the setting the compiled calls stop raising.
+CRASH_CASES = {
+    "TCL601": (_summary, lambda: torch.randn(4), {"capture_scalar_outputs": True}),
+}
+
+
 def test_every_setting_has_a_case():
-    assert set(CASES) | set(RECOMPILE_CASES) == set(SETTINGS)
+    assert set(CASES) | set(RECOMPILE_CASES) | set(CRASH_CASES) == set(SETTINGS)
+
+
+@pytest.mark.parametrize("code", sorted(CRASH_CASES))
+def test_the_setting_stops_the_crash_on_the_installed_compiler(code):
+    from tcl.rules import BY_CODE
+
+    if not BY_CODE[code].applies(INSTALLED, "default"):
+        pytest.skip(f"{code} is measured on torch {BY_CODE[code].versions}")
+    fn, make, settings = CRASH_CASES[code]
+
+    def raised(patch) -> int:
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend="eager")
+        count = 0
+        with torch._dynamo.config.patch(**patch):
+            for _ in range(3):
+                try:
+                    compiled(make())
+                except Exception:  # noqa: BLE001 -- the crash is what is counted
+                    count += 1
+        torch._dynamo.reset()
+        return count
+
+    assert raised({}) == 2
+    assert raised(settings) == 0
+    for key in settings:
+        assert key in SETTINGS[code]
+    assert "torch.compiler.disable" in remedy(code, "somelib==1.0", "crash")
 
 
 @pytest.mark.parametrize("code", sorted(RECOMPILE_CASES))
