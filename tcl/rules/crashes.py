@@ -227,7 +227,9 @@ class SizeComparedWithTensorInList(Rule):
         "AssertionError ('Expected bool, got FakeTensor') from the second call; a size that "
         "does not change (`torch.ones(4, 3).size()`) and `x.shape[1] == m` outside a list run. "
         "Found by `tcl verify` on the fixtures (library_patterns.py's Longformer-style "
-        "`assert list(scores.size()) == [batch, seq, max_num_global]`)."
+        "`assert list(scores.size()) == [batch, seq, max_num_global]`), and reproduced on "
+        "transformers' LongformerModel: with 2 global tokens after 1, the compiled model raises "
+        "at that assert (eval/labels/repro/transformers_longformer_tcl602.py)."
     )
     VALID = [Example('''
 import torch
