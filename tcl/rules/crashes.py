@@ -24,6 +24,7 @@ from ..dataflow import is_tensor
 from ..fixes.fstrings import hoist_reads
 from ..names import source_text
 from .base import DEFAULT_MODE, Example, Rule
+from ..sizes import whole_shape
 from .specialisation import changing_size
 
 _READ_METHODS = frozenset({"item", "tolist"})
@@ -159,12 +160,7 @@ def _shape_of(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
     tuple; compared with a list it is never equal), `t.size()`."""
     if isinstance(node, cst.Call) and ctx.qualname(node.func) in _SHAPE_WRAPPERS and len(node.args) == 1:
         return _shape_of(node.args[0].value, ctx)
-    if isinstance(node, cst.Attribute) and node.attr.value == "shape" and is_tensor(ctx.kind(node.value)):
-        return node.value
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
-            and not node.args and is_tensor(ctx.kind(node.func.value)):
-        return node.func.value
-    return None
+    return whole_shape(node, ctx)
 
 
 def _element_size(sequence: cst.BaseExpression, index: int, ctx):
