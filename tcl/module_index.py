@@ -109,7 +109,7 @@ class ModuleIndex:
     module: cst.Module | None = None
     python_tree: object = None  # the `ast` tree of the same source, when one was built
     installed: bool = False  # a file of an installed package, read with --follow-imports
-    # Facts a rule reads from the whole file once (`tcl.rules.recompiles`), by the rule's key.
+    # Facts a rule reads from the whole file once (`tcl.rules.counters`), by the rule's key.
     file_facts: dict = field(default_factory=dict)
 
     def file_fact(self, key: str, compute):

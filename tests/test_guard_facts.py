@@ -695,7 +695,7 @@ def test_the_compiler_names_a_counters_first_read(tmp_path):
     """TCL501 reports a module's int counter where the frame first reads it: the failing guard
     of every recompile names that line, not the update below it."""
     torch = pytest.importorskip("torch")
-    from tcl.rules.recompiles import ModuleIntCounter
+    from tcl.rules.counters import ModuleIntCounter
     from tcl.verify.compile_trace import CompileTrace
 
     example = next(e for e in ModuleIntCounter.INVALID if e.entry == "EveryFourth")

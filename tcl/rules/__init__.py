@@ -18,9 +18,8 @@ from .enums import StrEnumMethod
 from .indexing import ZeroDimTensorIndex
 from .containers import GrowingContainer
 from .crashes import NumberBeforeBreakInFString, SizeComparedWithTensorInList
-from .recompiles import (
-    DynamicFalseShapeReads, ModuleIntCounter, RangeOverIntArgument, VaryingLengthArgument,
-)
+from .counters import ModuleIntCounter
+from .recompiles import DynamicFalseShapeReads, RangeOverIntArgument, VaryingLengthArgument
 from .signatures import DeprecatedSignature
 from .training import OptimizerCallInCompiledRegion
 from .size_calls import SizeSpecialisingCall
