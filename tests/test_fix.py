@@ -834,8 +834,94 @@ def test_fstring_fix_removes_the_crash_on_the_compiler():
         assert compiled == eager
 
 
+# -- TCL602: a size list compared with one holding a tensor, one dimension at a time -----------
+
+SIZE_LIST = """
+import torch
+
+@torch.compile(backend="eager")
+def check(x, mask):
+    width = mask.sum()
+    assert list(x.size()) == [x.shape[0], width], "bad shape"
+    return x * 2
+"""
+
+
+def test_an_asserted_size_list_is_compared_one_dimension_at_a_time():
+    assert fixed(SIZE_LIST) == src("""
+        import torch
+
+        @torch.compile(backend="eager")
+        def check(x, mask):
+            width = mask.sum()
+            assert x.dim() == 2 and x.shape[0] == x.shape[0] and x.shape[1] == width, "bad shape"
+            return x * 2
+        """)
+
+
+@pytest.mark.parametrize("statement", [
+    'if list(x.size()) == [x.shape[0], width]:\n        x = x + 1',  # a branch: left as written
+    'assert list(make().size()) == [x.shape[0], width]',  # the tensor is a call
+    'assert list(x.size()) == [*x.shape[:1], width]',  # a starred element
+    'assert list(x.size()) == [next_id(), width]',  # an element with an effect
+])
+def test_a_size_list_is_left_where_splitting_could_change_what_runs(statement):
+    source = src(f"""
+        import torch
+
+        def next_id():
+            return 1
+
+        def make():
+            return torch.ones(2, 3)
+
+        @torch.compile
+        def fn(x, mask):
+            width = mask.sum()
+            {statement}
+            return x
+        """)
+    result = fix_source(source, "model.py", Analyzer(Config()), unsafe=True)
+    assert not [f for f in result.applied if f.title.startswith("compare the sizes")]
+
+
+@pytest.mark.skipif(not (2, 13) <= INSTALLED_TORCH <= (2, 14), reason="TCL602 is measured on 2.13-2.14")
+def test_size_list_fix_removes_the_crash_on_the_compiler():
+    """As written, the compiled function raises from the call after the width changes; split,
+    it runs on every call, as eager does, and fails the check exactly where eager does."""
+    torch = pytest.importorskip("torch")
+
+    def outcomes(source: str) -> list:
+        namespace: dict = {}
+        exec(compile(source, "size_list.py", "exec"), namespace)
+        compiled = namespace["check"]
+        eager = getattr(compiled, "_torchdynamo_orig_callable", compiled)
+        torch._dynamo.reset()
+        found = []
+        try:
+            for n, ones in ((3, 3), (4, 4), (5, 5), (6, 2)):
+                args = (torch.randn(2, n), torch.ones(ones, dtype=torch.long))
+                results = []
+                for function in (compiled, eager):
+                    try:
+                        results.append(bool(torch.equal(function(*args), args[0] * 2)))
+                    except (AssertionError, RuntimeError) as exc:
+                        results.append(f"{type(exc).__name__}: {str(exc)[:20]}")
+                found.append(tuple(results))
+        finally:
+            torch._dynamo.reset()
+        return found
+
+    before = outcomes(src(SIZE_LIST))
+    assert before[0] == (True, True) and before[1][0] == "AssertionError: Expected bool, got F", before
+    # Compiled, the split assert runs in the graph (torch._assert_async): a failing input raises
+    # RuntimeError with the message, as the fix's note says; eager raises AssertionError as before.
+    assert outcomes(fixed(SIZE_LIST)) == [(True, True)] * 3 + [("RuntimeError: bad shape",
+                                                                 "AssertionError: bad shape")]
+
+
 @pytest.mark.parametrize("unsafe", [False, True])
-@pytest.mark.parametrize("source", ALL_SOURCES + [FSTRING])
+@pytest.mark.parametrize("source", ALL_SOURCES + [FSTRING, SIZE_LIST])
 def test_fixing_twice_changes_nothing_the_second_time(source, unsafe):
     once = run_fix(source, unsafe)
     assert once.errors == []

@@ -22,6 +22,7 @@ import libcst as cst
 
 from ..dataflow import is_tensor
 from ..fixes.fstrings import hoist_reads
+from ..fixes.size_lists import split_size_comparison
 from ..names import source_text
 from .base import DEFAULT_MODE, Example, Rule
 from ..sizes import whole_shape
@@ -198,6 +199,7 @@ class SizeComparedWithTensorInList(Rule):
 
     code = "TCL602"
     category = "crash"
+    fixer = staticmethod(split_size_comparison)
     name = "size-compared-with-tensor-in-list"
     message = (
         "list comparison pairs {size}, a size that changes between calls, with {tensor}, tensor "
