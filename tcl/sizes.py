@@ -372,6 +372,23 @@ def _shape_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     return False
 
 
+_SEQUENCE_BUILDERS = {"builtins.list": "list", "builtins.tuple": "tuple"}
+
+
+def size_sequence(node: cst.BaseExpression, ctx) -> tuple[cst.BaseExpression, str] | None:
+    """(the tensor, "list" or "tuple") when `node` lists a tensor's sizes: `list(t.size())`,
+    `tuple(t.shape)`, or `t.shape` / `t.size()` (a torch.Size, a tuple). Python compares a
+    sequence with a display element by element only when both are lists or both tuples
+    (`torch.Size([2, 3]) == [2, 3]` is False)."""
+    qualify = getattr(ctx, "qualname", None) or ctx.qualify  # a rule's walker or a fixer's context
+    builder = _SEQUENCE_BUILDERS.get(qualify(node.func)) if isinstance(node, cst.Call) and len(node.args) == 1 else None
+    if builder is not None:
+        tensor = whole_shape(node.args[0].value, ctx)
+        return (tensor, builder) if tensor is not None else None
+    tensor = whole_shape(node, ctx)
+    return (tensor, "tuple") if tensor is not None else None
+
+
 def whole_shape(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
     """The tensor of `t.shape` / `t.size()` (a tuple of sizes), else None."""
     if isinstance(node, cst.Attribute) and node.attr.value == "shape" and is_tensor(ctx.kind(node.value)):

@@ -864,6 +864,7 @@ def test_an_asserted_size_list_is_compared_one_dimension_at_a_time():
     'assert list(make().size()) == [x.shape[0], width]',  # the tensor is a call
     'assert list(x.size()) == [*x.shape[:1], width]',  # a starred element
     'assert list(x.size()) == [next_id(), width]',  # an element with an effect
+    'assert list(x.size()) == (x.shape[0], width)',  # a list never equals a tuple: always False
 ])
 def test_a_size_list_is_left_where_splitting_could_change_what_runs(statement):
     source = src(f"""

@@ -13,9 +13,9 @@ RuntimeError with the assert's message under compile, AssertionError in eager). 
 identical: `list.__eq__` compares the lengths, then the elements in order, stopping at the first
 that differs, and so does the `and` chain; the assert's message is evaluated only on failure, as
 before. Only where that holds: an `assert` (not an `if`: its branches stay as written), the tensor a
-name or attribute chain (read once per dimension, no effect), `list(t.size())`,
-`list(t.shape)`, `tuple(t.shape)` or `t.size()` against a display without `*`, whose elements
-are pure (tcl/fixes/exprs.py `pure`: the `and` chain may skip evaluating the later ones).
+name or attribute chain (read once per dimension, no effect), its sizes (`list(t.size())`,
+`tuple(t.shape)`, `t.size()`; tcl/sizes.py `size_sequence`) against a display of the same
+sequence type (a list never equals a tuple) without `*`, whose elements are pure (tcl/fixes/exprs.py `pure`: the `and` chain may skip evaluating the later ones).
 """
 
 from __future__ import annotations
@@ -23,24 +23,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import SAFE, Fix
+from ..sizes import size_sequence
 from .exprs import plain_reference, pure
-
-_WRAPPERS = frozenset({"builtins.list", "builtins.tuple"})
-
-
-def _sized_tensor(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
-    """`t` of `list(t.size())`, `list(t.shape)`, `tuple(t.shape)`, `t.size()` (not a bare
-    `t.shape`, a torch.Size, which a list display never equals)."""
-    if isinstance(node, cst.Call) and ctx.qualify(node.func) in _WRAPPERS and len(node.args) == 1:
-        inner = node.args[0].value
-        if isinstance(inner, cst.Attribute) and inner.attr.value == "shape":
-            return inner.value
-        node = inner
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
-            and not node.args:
-        return node.func.value
-    return None
-
 
 def split_size_comparison(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1 \
@@ -53,11 +37,15 @@ def split_size_comparison(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if not isinstance(check, cst.Assert) or check.test is not node:
         return None
     left, right = node.left, node.comparisons[0].comparator
-    tensor, display = _sized_tensor(left, ctx), right
-    if tensor is None:
-        tensor, display = _sized_tensor(right, ctx), left
-    if tensor is None or not plain_reference(tensor) or not isinstance(display, (cst.List, cst.Tuple)):
+    sizes, display = size_sequence(left, ctx), right
+    if sizes is None:
+        sizes, display = size_sequence(right, ctx), left
+    # Element by element only between two lists or two tuples (`list(t.size()) == (b, n)` is
+    # always False in eager: splitting it would change the program).
+    kind = {cst.List: "list", cst.Tuple: "tuple"}.get(type(display))
+    if sizes is None or sizes[1] != kind or not plain_reference(sizes[0]):
         return None
+    tensor = sizes[0]
     elements = display.elements
     if not elements or any(isinstance(e, cst.StarredElement) for e in elements) \
             or not all(pure(e.value, ctx) for e in elements):

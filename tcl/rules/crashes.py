@@ -25,11 +25,10 @@ from ..fixes.fstrings import hoist_reads
 from ..fixes.size_lists import split_size_comparison
 from ..names import source_text
 from .base import DEFAULT_MODE, Example, Rule
-from ..sizes import whole_shape
+from .data_reads import NUMBER_READS, READ_METHODS
+from ..sizes import size_sequence
 from .specialisation import changing_size
 
-_READ_METHODS = frozenset({"item", "tolist"})
-_NUMBER_CALLS = frozenset({"builtins.int", "builtins.float"})
 
 
 def breaking_read(node: cst.BaseExpression, ctx) -> cst.Call | None:
@@ -38,9 +37,9 @@ def breaking_read(node: cst.BaseExpression, ctx) -> cst.Call | None:
     if not isinstance(node, cst.Call):
         return None
     func = node.func
-    if isinstance(func, cst.Attribute) and func.attr.value in _READ_METHODS and not node.args:
+    if isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS and not node.args:
         return node if is_tensor(ctx.kind(func.value)) else None
-    if ctx.qualname(func) in _NUMBER_CALLS and len(node.args) == 1 and is_tensor(ctx.kind(node.args[0].value)):
+    if ctx.qualname(func) in NUMBER_READS and len(node.args) == 1 and is_tensor(ctx.kind(node.args[0].value)):
         return node
     return None
 
@@ -153,22 +152,12 @@ def fn(x):
                     return
 
 
-_SHAPE_WRAPPERS = frozenset({"builtins.list", "builtins.tuple"})
-
-
-def _shape_of(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
-    """The tensor whose sizes `node` lists: `list(t.size())`, `tuple(t.shape)`, `t.shape` (a
-    tuple; compared with a list it is never equal), `t.size()`."""
-    if isinstance(node, cst.Call) and ctx.qualname(node.func) in _SHAPE_WRAPPERS and len(node.args) == 1:
-        return _shape_of(node.args[0].value, ctx)
-    return whole_shape(node, ctx)
-
-
 def _element_size(sequence: cst.BaseExpression, index: int, ctx):
     """(text, Size) of the `index`-th element of a sequence of sizes when it may change between
     calls; None otherwise."""
-    tensor = _shape_of(sequence, ctx)
-    if tensor is not None:
+    sizes = size_sequence(sequence, ctx)
+    if sizes is not None:
+        tensor = sizes[0]
         dim = cst.Subscript(value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
                             slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(index))))])
         size = changing_size(dim, ctx)
@@ -181,6 +170,16 @@ def _element_size(sequence: cst.BaseExpression, index: int, ctx):
         size = changing_size(element.value, ctx)
         return (source_text(element.value), size) if size is not None else None
     return None
+
+
+def _same_sequence_type(display: cst.BaseExpression, other: cst.BaseExpression, ctx) -> bool:
+    """Whether Python compares the two element by element: both lists or both tuples (a list
+    never equals a tuple, nor a torch.Size a list)."""
+    kind = "list" if isinstance(display, cst.List) else "tuple"
+    sizes = size_sequence(other, ctx)
+    if sizes is not None:
+        return sizes[1] == kind
+    return isinstance(other, type(display))
 
 
 class SizeComparedWithTensorInList(Rule):
@@ -271,7 +270,7 @@ def fn(x, lengths):
             right = target.comparator
             if isinstance(target.operator, (cst.Equal, cst.NotEqual)):
                 for display, other in ((left, right), (right, left)):
-                    if not isinstance(display, (cst.List, cst.Tuple)):
+                    if not isinstance(display, (cst.List, cst.Tuple)) or not _same_sequence_type(display, other, ctx):
                         continue
                     for index, element in enumerate(display.elements):
                         if isinstance(element, cst.StarredElement):

@@ -32,8 +32,8 @@ _BATCHES = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
 _VALUES = "[(torch.full((4, 3), float(k)),) for k in (2, 3, 4, 5)]"
 
 
-_READS = ("tolist", "item")
-_NUMBER_READS = frozenset({"builtins.int", "builtins.float"})
+READ_METHODS = frozenset({"tolist", "item"})  # also tcl/rules/crashes.py's reads
+NUMBER_READS = frozenset({"builtins.int", "builtins.float"})
 
 
 def _reads_in_loops(ctx) -> set[int]:
@@ -48,9 +48,9 @@ def _read_call(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None
         origin = ctx.origins.get(node.value)
         return _read_call(origin, ctx, depth + 1) if origin is not None else None
     if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _READS:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in READ_METHODS:
             return node
-        if ctx.qualname(node.func) in _NUMBER_READS and node.args:
+        if ctx.qualname(node.func) in NUMBER_READS and node.args:
             inner = _read_call(node.args[0].value, ctx, depth + 1)
             return inner if inner is not None else node
     if isinstance(node, cst.BinaryOperation):
@@ -226,7 +226,7 @@ def fn(x):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value in _READS) or ctx.qualname(func) in _NUMBER_READS:
+        if (isinstance(func, cst.Attribute) and func.attr.value in READ_METHODS) or ctx.qualname(func) in NUMBER_READS:
             if ctx.inside_loop_body():
                 _reads_in_loops(ctx).add(id(node))
             return
