@@ -886,6 +886,66 @@ def test_a_size_list_is_left_where_splitting_could_change_what_runs(statement):
     assert not [f for f in result.applied if f.title.startswith("compare the sizes")]
 
 
+# -- masked copies (TCL301): `out[m] = x[m]` -------------------------------------------------------
+
+
+def test_a_masked_copy_becomes_a_select_over_whole_tensors():
+    assert fixed("""
+        import torch
+
+        @torch.compile
+        def spline(inputs, tail_bound=1.0):
+            inside = (inputs >= -tail_bound) & (inputs <= tail_bound)
+            outside = ~inside
+            outputs = torch.zeros_like(inputs)
+            outputs[outside] = inputs[outside]
+            outputs = outputs + torch.tanh(inputs) * inside
+            return outputs
+        """) == src("""
+        import torch
+
+        @torch.compile
+        def spline(inputs, tail_bound=1.0):
+            inside = (inputs >= -tail_bound) & (inputs <= tail_bound)
+            outside = ~inside
+            outputs = torch.zeros_like(inputs)
+            outputs.copy_(torch.where(outside, inputs, outputs))
+            outputs = outputs + torch.tanh(inputs) * inside
+            return outputs
+        """)
+
+
+@pytest.mark.parametrize("body", [
+    # the source is rebound after the mask was made from it: another shape
+    "mask = x > 0\n    out = torch.zeros_like(x)\n    x = y\n    out[mask] = x[mask]",
+    # the source is another tensor
+    "mask = x > 0\n    out = torch.zeros_like(x)\n    out[mask] = y[mask]",
+    # a row mask: x[m] selects rows, torch.where would broadcast m along the last dim
+    "mask = x[:, 0] > 0\n    out = torch.zeros_like(x)\n    out[mask] = x[mask]",
+    # rebound later in the loop the copy runs in: another value on the next iteration
+    "out = torch.zeros_like(x)\n    for _ in range(2):\n        mask = x > 0\n        out[mask] = x[mask]\n        x = y",
+    # bound in one branch only: the parameter or the clone
+    "if y.dim():\n        x = x.clone()\n    mask = x > 0\n    out = torch.zeros_like(x)\n    out[mask] = x[mask]",
+    # a shape-changing in-place op in the function
+    "mask = x > 0\n    out = torch.zeros_like(x)\n    out.unsqueeze_(0)\n    out[mask] = x[mask]",
+    # a transcendental function: a vector lane and a scalar tail may round differently
+    "mask = x > 0\n    out = torch.zeros_like(x)\n    out[mask] = torch.exp(x[mask])",
+    # the mask has an effect: evaluated once instead of twice
+    "out = torch.zeros_like(x)\n    out[torch.rand_like(x) > 0.5] = x[torch.rand_like(x) > 0.5]",
+])
+def test_a_masked_copy_is_left_where_the_shapes_or_values_may_differ(body):
+    source = src(f"""
+        import torch
+
+        @torch.compile
+        def fn(x, y):
+            {body}
+            return out
+        """)
+    result = fix_source(source, "model.py", Analyzer(Config()), unsafe=False)
+    assert not [f for f in result.applied if f.title.startswith("copy into")], result.fixed
+
+
 @pytest.mark.skipif(not (2, 13) <= INSTALLED_TORCH <= (2, 14), reason="TCL602 is measured on 2.13-2.14")
 def test_size_list_fix_removes_the_crash_on_the_compiler():
     """As written, the compiled function raises from the call after the width changes; split,

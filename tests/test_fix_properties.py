@@ -106,6 +106,25 @@ PATTERNS = [
             x[-1 >= x] *= 3
             return x
         """, ("TCL301",), "x", "torch.randn(4, 4) * 2"),
+    Pattern("masked_copy", """
+        @torch.compile
+        def fn(x):
+            inside = (x >= -1.0) & (x <= 1.0)
+            outside = ~inside
+            out = torch.zeros_like(x)
+            out[outside] = x[outside]
+            return out + 1
+        """, ("TCL301",), "x", "torch.randn(4, 4) * 2"),
+    Pattern("masked_copy_arithmetic", """
+        @torch.compile
+        def fn(x):
+            nonzero = x != 0
+            y = x.clone()
+            y[nonzero] = 1.0 / y[nonzero]
+            z = torch.ones_like(x)
+            z[torch.isnan(x)] = -(x[torch.isnan(x)] * 2 - 1)
+            return y, z
+        """, ("TCL301",), "x", "torch.randn(4, 4)", dtypes=FLOATS),
     Pattern("item_comparison", """
         @torch.compile
         def fn(x):

@@ -34,7 +34,7 @@ class DynamicOutputShape(Rule):
     gb = (((2, 0), "GB0036"),)
     modes = frozenset({DEFAULT_MODE})
     removed_by = frozenset({"capture_dynamic_output_shape_ops"})
-    fixer = staticmethod(fix_masked_update)  # `x[x > c] += d` only
+    fixer = staticmethod(fix_masked_update)  # `x[x > c] += d` and `out[m] = x[m]` only
     rationale = (
         "In default mode Dynamo cannot give nonzero(), unique(), masked_select(), bincount(), "
         "boolean-mask indexing or repeat_interleave with tensor repeats a static shape and ends "
