@@ -352,6 +352,17 @@ DYNAMIC_SHAPE_PROBES = {
     "torch.bincount": "torch.bincount((x > 0).long()).sum()", "Tensor.bincount": "(x > 0).long().bincount().sum()",
 }
 DYNAMIC_SHAPE_HANDLED_ELSEWHERE = frozenset({"repeat_interleave", "one_hot", "index"})
+# In-place view ops (a new view written into the tensor object itself): aten tags some
+# `inplace_view`; detach_, squeeze_ and the swap aliases are composite and carry no tag, so they
+# are probed by name. Each call runs on the compiled frame's own input `x` (a graph input: a
+# parameter of the frame, a module's buffer or parameter). resize_/resize_as_ are TCL406's (they
+# break on any tensor); set_ swaps storage and is not probed.
+INPLACE_VIEW_PROBES = {
+    "as_strided_": "x.as_strided_((3,), (1,))", "t_": "x.t_()", "transpose_": "x.transpose_(0, 0)",
+    "unsqueeze_": "x.unsqueeze_(0)", "squeeze_": "x.squeeze_()", "detach_": "x.detach_()",
+    "swapdims_": "x.swapdims_(0, 0)", "swapaxes_": "x.swapaxes_(0, 0)",
+}
+INPLACE_VIEW_HANDLED_ELSEWHERE = frozenset({"resize_", "resize_as_", "set_"})
 # np.random function -> (a one-value draw, an array draw, position of the size argument; -1: the
 # positional arguments are the dimensions). Functions with no one-value form give None.
 NUMPY_RANDOM_PROBES = {
@@ -464,6 +475,31 @@ def _probe_dynamic_shapes() -> dict[str, str]:
     if unprobed:
         raise SystemExit(f"ops tagged dynamic_output_shape with no probe in DYNAMIC_SHAPE_PROBES: {sorted(unprobed)}")
     return _breaking(DYNAMIC_SHAPE_PROBES, "import torch\n")
+
+
+def _probe_inplace_views() -> dict[str, str]:
+    """{Tensor method: GB id} for the INPLACE_VIEW_PROBES that break when called on the
+    compiled frame's input. An aten op tagged `inplace_view` with no probe stops the run."""
+    import torch
+
+    tagged = set()
+    for name in dir(torch.ops.aten):
+        try:
+            packet = getattr(torch.ops.aten, name)
+            overloads = [getattr(packet, o) for o in packet.overloads()]
+        except Exception:
+            continue
+        if any(torch.Tag.inplace_view in op.tags for op in overloads) and hasattr(torch.Tensor, name):
+            tagged.add(name)
+    unprobed = tagged - set(INPLACE_VIEW_PROBES) - INPLACE_VIEW_HANDLED_ELSEWHERE
+    if unprobed:
+        raise SystemExit(f"ops tagged inplace_view with no probe in INPLACE_VIEW_PROBES: {sorted(unprobed)}")
+    broken: dict[str, str] = {}
+    for name, call in INPLACE_VIEW_PROBES.items():
+        gb = _break_of(f"import torch\ndef fn(x):\n    y = x * 2\n    {call}\n    return y\n")
+        if gb not in (None, "error"):
+            broken[name] = gb
+    return dict(sorted(broken.items()))
 
 
 def _deprecated_signatures() -> dict[str, list[list[tuple[str, str]]]]:
@@ -749,6 +785,7 @@ def generate() -> dict:
         "numpy_random": _probe_numpy_random(),
         "data_reading_calls": _probe_data_reads(),
         "dynamic_shape_calls": _probe_dynamic_shapes(),
+        "inplace_view_methods": _probe_inplace_views(),
         "deprecated_signature_calls": _probe_deprecated_signatures(),
         "skipped_modules": _skipped_modules(),
         "gb_settings": _gb_settings(),

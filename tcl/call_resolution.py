@@ -27,6 +27,7 @@ import libcst as cst
 
 from .instances import InstanceResolver, _bindings, _function_binding, _returned_values, _statements
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
+from .narrowing import narrowed_calls
 from .project import module_name_of
 
 
@@ -292,10 +293,30 @@ class CallResolver(InstanceResolver):
                           else self.bind(self.method_of(cls, func.attr.value), cls))
                 if method is not None and method not in targets and not method.is_property:
                     targets.append(method)
+            if not targets:  # `r.pop_term()` under `isinstance(r, Regularizer)` (tcl/narrowing.py)
+                for cls in self.narrowed_classes(call, name, caller):
+                    method = (self.call_method_of(cls) if isinstance(func, cst.Name)
+                              else self.bind(self.method_of(cls, func.attr.value), cls))
+                    if method is not None and method not in targets and not method.is_property:
+                        targets.append(method)
             if not targets and isinstance(func, cst.Attribute) and self._unknown_module_element(name, caller):
                 targets = self._recorded_submodule_methods(func.attr.value)
             cache[key] = targets
         return cache[key]
+
+    def narrowed_classes(self, call: cst.Call, name: cst.Name, caller: FunctionInfo) -> list[ClassInfo]:
+        """The classes an isinstance() test in front of `call` proves `name` holds."""
+        if caller.node is None:
+            return []
+        memo = self._narrowed
+        if id(caller.node) not in memo:
+            memo[id(caller.node)] = (caller.node, narrowed_calls(caller.node))
+        classes = []
+        for expr in memo[id(caller.node)][1].get(id(call), {}).get(name.value, []):
+            cls = self._class_of_name(expr, caller.index, caller)
+            if cls is not None and cls not in classes:
+                classes.append(cls)
+        return classes
 
     def _unknown_module_element(self, name: cst.Name, caller: FunctionInfo) -> bool:
         """`layer` in `for layer in self.layers:` where nothing in the checked code says what

@@ -49,6 +49,7 @@ class InstanceResolver:
         self._arguments_in_progress: set[tuple] = set()  # parameters being bound from call sites
         self._bound_methods: dict[tuple, FunctionInfo] = {}  # CallResolver.bind's copies
         self._candidates: dict[tuple, list] = {}  # CallResolver._candidate_targets
+        self._narrowed: dict[int, tuple] = {}  # def node id -> (node, narrowing.narrowed_calls)
         # def node id -> {free variable or global: [class spec]} of a recorded entry (record_bindings)
         self._recorded_bindings: dict[int, dict[str, tuple[str, ...]]] = {}
 

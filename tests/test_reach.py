@@ -734,6 +734,65 @@ REBOUND_FUNCTION = """
 """
 
 
+ISINSTANCE_GENEXP = """
+    import torch
+
+
+    class Regularizer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("term", torch.zeros(1))
+
+        def pop_term(self):
+            out = self.term.clone()
+            self.term.detach_().zero_()
+            return out
+
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.reg = Regularizer()
+
+        def collect(self):
+            return sum(r.pop_term() for r in self.modules() if isinstance(r, Regularizer))
+
+        def forward(self, x):
+            return self.lin(x).sum() + self.collect()
+"""
+
+ISINSTANCE_LOOP = """
+    import torch
+
+
+    class Expert(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def aux_loss(self, x):
+            load = self.lin(x).sum()
+            if load > 0:
+                return load
+            return -load
+
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts = torch.nn.ModuleList([Expert(), Expert()])
+
+        def forward(self, x):
+            aux = x.sum()
+            for m in self.modules():
+                if not isinstance(m, (Expert,)):
+                    continue
+                aux = aux + m.aux_loss(x)
+            return aux
+"""
+
+
 def _lines_of(findings):
     return sorted({(f.code, f.line) for f in findings})
 
@@ -763,6 +822,10 @@ def _compiler_lines(source, entry, args):
     (GENERIC_BASE, "Scored", "(torch.randn(4),)", [("TCL201", 15)]),
     # a local name bound to one function or another: the option picks at run time
     (REBOUND_FUNCTION, "Pick", "(torch.randn(4),)", [("TCL201", 10)]),
+    # an element narrowed by isinstance() in a comprehension's condition (`detach_` under
+    # compile: GB0148, TCL421), and in a loop after `if not isinstance(...): continue`
+    (ISINSTANCE_GENEXP, "Model", "(torch.randn(2, 4),)", [("TCL421", 12)]),
+    (ISINSTANCE_LOOP, "Model", "(torch.randn(2, 4),)", [("TCL201", 12)]),
 ])
 def test_run_time_chosen_targets_are_reached(tmp_path, source, entry, args, expected):
     path = write(tmp_path, "model.py", source)

@@ -28,6 +28,7 @@ from .side_effects import (
     DebuggerCall, DisabledCall, ExplicitGraphBreak, LoggingCall, NumpyRandom, OpenCall, PrintCall,
     SkippedCall, WarningsWarn,
 )
+from .views import InplaceViewOfInput
 from .unsupported import (
     AutogradCall, ClassInCompiledFunction, DataMutation, DeepCopy, InferenceModeQuery,
     ParameterInForward, RecurrentModule, SparseTensor, TensorFormatting, TensorToString,
@@ -49,7 +50,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
         DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod, OptimizerCallInCompiledRegion,
-        NumberBeforeBreakInFString, SizeComparedWithTensorInList,
+        NumberBeforeBreakInFString, SizeComparedWithTensorInList, InplaceViewOfInput,
     ],
     key=lambda rule: rule.code,
 ))

@@ -48,6 +48,9 @@ class TorchFacts:
     # "torch.bincount" / "Tensor.nonzero" -> GB id: calls whose output shape depends on their
     # input's values (from aten's dynamic_output_shape tag) that break, measured on this release
     dynamic_shape_calls: dict[str, str] | None = None
+    # Tensor method ("t_", "detach_") -> GB id: in-place view ops that break when called on a
+    # graph input (the compiled frame's argument, a module's buffer or parameter), measured
+    inplace_view_methods: dict[str, str] | None = None
     # "Tensor.add_" -> {"signatures": ["Scalar alpha, Tensor other"], "gb": GB id}: deprecated
     # scalar-first forms (torch's own `|deprecated` signatures) that break, measured on this release
     deprecated_signature_calls: dict[str, dict] | None = None
@@ -113,6 +116,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             numpy_random=dict(data["numpy_random"]) if "numpy_random" in data else None,
             data_reading_calls=dict(data["data_reading_calls"]) if "data_reading_calls" in data else None,
             dynamic_shape_calls=dict(data["dynamic_shape_calls"]) if "dynamic_shape_calls" in data else None,
+            inplace_view_methods=dict(data["inplace_view_methods"]) if "inplace_view_methods" in data else None,
             deprecated_signature_calls=(dict(data["deprecated_signature_calls"])
                                         if "deprecated_signature_calls" in data else None),
             skipped_modules=frozenset(data["skipped_modules"]) if "skipped_modules" in data else None,
