@@ -744,6 +744,18 @@ ALL_SOURCES = [PRINT] + [s for s, _ in UNSAFE_WHERE] + [
         assert not torch.isnan(y).any(), f"nan {y.shape}"
         return y if y.mean() > 0 else -y
     """,
+    """
+    import torch
+
+    @torch.compile
+    def fn(x):
+        outside = ~((x >= -1.0) & (x <= 1.0))
+        out = torch.zeros_like(x)
+        out[outside] = x[outside]
+        y = x.clone()
+        y[y != 0] = 1.0 / y[y != 0]
+        return out, y
+    """,
 ]
 
 
