@@ -215,18 +215,64 @@ def _constant(node: cst.BaseExpression) -> bool:
 _SHAPED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand"})
 
 
+# `-1` in a reshape: a size the others imply, known to nobody here.
+_INFERRED = cst.Name("__inferred_size__")
+# Reductions over one dim: the result has the input's dims without it (no keepdim).
+_DIM_REDUCTIONS = frozenset({
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "logsumexp", "nansum",
+})
+_PAIR_REDUCTIONS = frozenset({"max", "min", "median", "mode"})  # (values, indices)
+
+
+def _reduced_dims(call: cst.Call, ctx, depth: int) -> list[cst.BaseExpression] | None:
+    """`t.sum(0)`, `t.max(0)` (either element of its pair): t's dims without the reduced one."""
+    args = [a for a in call.args if not a.star]
+    dim = [a.value for a in args if a.keyword is None] + [a.value for a in args if a.keyword and a.keyword.value == "dim"]
+    if len(dim) != 1 or len(args) != 1 or _int_value(dim[0]) is None:
+        return None  # no dim (a full reduction), keepdim, or a dim tcl cannot read
+    inner = _factory_dims(call.func.value, ctx, depth + 1)
+    d = _int_value(dim[0])
+    if inner is None or not -len(inner) <= d < len(inner):
+        return None
+    d %= len(inner)
+    return inner[:d] + inner[d + 1:]
+
+
 def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.BaseExpression] | None:
     """The size arguments of the factory that built `tensor` (`h = torch.zeros(L * D, b, H)`),
-    through names and size-keeping methods; None when it was not built that way."""
+    or of the reshape / view that last gave it its shape (`x.reshape(-1, self.num_dims)`; a
+    `-1` is known to nobody), through names, size-keeping methods and reductions over one dim
+    (`x.max(0)[0]`, `x.sum(0)`: the other dims); None when it was not built that way."""
     if depth > 6:
         return None
     if isinstance(tensor, cst.Name):
         origin = ctx.origins.get(tensor.value)
         return _factory_dims(origin, ctx, depth + 1) if origin is not None else None
+    if isinstance(tensor, cst.Subscript) and len(tensor.slice) == 1 and isinstance(tensor.slice[0].slice, cst.Index) \
+            and _int_value(tensor.slice[0].slice.value) in (0, 1):
+        pair = tensor.value  # `x.max(0)[0]`
+        if isinstance(pair, cst.Call) and isinstance(pair.func, cst.Attribute) and pair.func.attr.value in _PAIR_REDUCTIONS:
+            return _reduced_dims(pair, ctx, depth)
+        return None
+    if isinstance(tensor, cst.Attribute) and tensor.attr.value in ("values", "indices"):
+        pair = tensor.value  # `x.max(0).values`
+        if isinstance(pair, cst.Call) and isinstance(pair.func, cst.Attribute) and pair.func.attr.value in _PAIR_REDUCTIONS:
+            return _reduced_dims(pair, ctx, depth)
+        return None
     if not isinstance(tensor, cst.Call):
         return None
     if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in _VIEW_METHODS - {"t", "transpose", "permute", "unsqueeze", "squeeze"}:
         return _factory_dims(tensor.func.value, ctx, depth + 1)
+    if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in ("reshape", "view") \
+            and tensor.args and not any(a.star or a.keyword for a in tensor.args):
+        sizes = [a.value for a in tensor.args]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [e.value for e in sizes[0].elements]
+        if len(sizes) == 1 and not isinstance(sizes[0], cst.Integer):
+            return None  # `x.view(shape)`, `x.view(torch.float16)`: not sizes tcl can read
+        return [_INFERRED if _int_value(size) == -1 else size for size in sizes]
+    if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in _DIM_REDUCTIONS:
+        return _reduced_dims(tensor, ctx, depth)
     if ctx.qualname(tensor.func) not in _SHAPED_FACTORIES:
         return None
     sizes = [a.value for a in tensor.args if a.keyword is None and not a.star]
@@ -254,6 +300,16 @@ def module_constant(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     return False
 
 
+_DIMS_IN_PROGRESS: set[int] = set()  # size arguments _dim_size is deciding, up the stack
+
+
+def length_fixed(tensor: cst.BaseExpression, ctx) -> bool:
+    """Whether dim 0 of `tensor` (the length of its `.tolist()`) provably does not change
+    between calls: a module's tensor, or a dim the model fixes (`x.reshape(-1, self.d).max(0)[0]`)."""
+    size = _dim_size(tensor, 0, ctx)
+    return size is not None and size.varies is False
+
+
 def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
     if not is_tensor(ctx.kind(tensor)):
         return None
@@ -266,9 +322,16 @@ def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
         given = dims[dim]
         if module_constant(given, ctx):
             return Size(False, f"dim {dim} of {source_text(tensor)}, built as {source_text(given)}")
-        found = size_of(given, ctx)
-        if found is not None:
-            return found
+        # `x = x.view(x.shape[0], 4)`: the size given is a size of the name the view rebinds,
+        # which leads back here; decided by the other routes below instead.
+        if id(given) not in _DIMS_IN_PROGRESS:
+            _DIMS_IN_PROGRESS.add(id(given))
+            try:
+                found = size_of(given, ctx)
+            finally:
+                _DIMS_IN_PROGRESS.discard(id(given))
+            if found is not None:
+                return found
     if dim == 0:
         return Size(True, f"dim 0 of {source_text(tensor)} (the batch)")
     return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")

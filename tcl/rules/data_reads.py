@@ -25,7 +25,7 @@ import libcst as cst
 from .. import torch_facts
 from ..names import short_source
 from ..dataflow import Kind, is_tensor
-from ..sizes import fixed_tensor
+from ..sizes import fixed_tensor, length_fixed
 from .base import DEFAULT_MODE, Example, Rule
 
 _BATCHES = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
@@ -76,7 +76,8 @@ def data_list(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None:
         receiver = node.func.value
         # A read by name was recorded where it ran; one in the expression at hand runs here.
         in_loop = id(node) in _reads_in_loops(ctx) if depth else ctx.inside_loop_body()
-        if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and not in_loop:
+        if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and not in_loop \
+                and not length_fixed(receiver, ctx):
             return node
     return None
 
@@ -156,7 +157,24 @@ class Lengths(nn.Module):
             ids = row.tolist()  # noqa: TCL205 (a break inside a loop: the frame runs eagerly)
             lengths.append(len(ids))
         return torch.tensor(lengths)
-''', entry="Lengths", calls="[(torch.randint(3, 9, (n, 6)),) for n in (2, 3, 4, 5)]")]
+''', entry="Lengths", calls="[(torch.randint(3, 9, (n, 6)),) for n in (2, 3, 4, 5)]"), Example('''
+import torch
+from torch import nn
+
+class GridBounds(nn.Module):
+    """One bound per input dimension: the lists' length is the model's num_dims, whatever the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.num_dims = 3
+
+    def forward(self, x):
+        flat = x.reshape(-1, self.num_dims)
+        x_maxs = flat.max(0)[0].tolist()  # noqa: TCL205
+        x_mins = flat.amin(0).tolist()  # noqa: TCL205
+        spans = [hi - lo for lo, hi in zip(x_mins, x_maxs)]
+        return x * len(spans) + sum(spans)
+''', entry="GridBounds", calls=_BATCHES)]
     INVALID = [
         Example('''
 import torch
