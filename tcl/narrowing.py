@@ -92,8 +92,8 @@ class _Narrowing(cst.CSTVisitor):
                 if facts:
                     self.scopes.append(facts)
                     pushed += 1
-            for name in _bound_names(statement):
-                for scope in self.scopes[len(self.scopes) - pushed:]:
+            for name in _bound_names(statement):  # rebound: whatever it holds now, here on
+                for scope in self.scopes:
                     scope.pop(name, None)
         del self.scopes[len(self.scopes) - pushed:]
 

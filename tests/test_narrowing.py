@@ -52,11 +52,15 @@ def test_a_rebound_name_or_an_or_test_proves_nothing():
                     continue
                 m = make(m)
                 m.after()
+            if isinstance(x, B):
+                x = make(x)
+                x.rebound()
             if isinstance(x, A) or x is None:
                 x.run()
             if not isinstance(x, A):
                 x.neg()
         """)
     assert "m.after()" not in found
+    assert "x.rebound()" not in found
     assert "x.run()" not in found
     assert "x.neg()" not in found
