@@ -448,10 +448,11 @@ def _probe_data_reads() -> dict[str, str]:
     return _breaking(DATA_READ_PROBES, "import math, torch\n")
 
 
-def _dynamic_shape_candidates() -> set[str]:
-    """The public torch.* / Tensor.* names of the aten ops tagged `dynamic_output_shape`."""
+def _aten_ops_tagged(tag_name: str) -> set[str]:
+    """The aten op packets (`nonzero`, `t_`) with an overload that carries torch.Tag.<tag_name>."""
     import torch
 
+    tag = getattr(torch.Tag, tag_name)
     tagged = set()
     for name in dir(torch.ops.aten):
         try:
@@ -459,8 +460,17 @@ def _dynamic_shape_candidates() -> set[str]:
             overloads = [getattr(packet, o) for o in packet.overloads()]
         except Exception:
             continue
-        if any(torch.Tag.dynamic_output_shape in op.tags for op in overloads):
-            tagged.add(name.lstrip("_").removesuffix("2").removesuffix("_dim"))
+        if any(tag in op.tags for op in overloads):
+            tagged.add(name)
+    return tagged
+
+
+def _dynamic_shape_candidates() -> set[str]:
+    """The public torch.* / Tensor.* names of the aten ops tagged `dynamic_output_shape`."""
+    import torch
+
+    tagged = {name.lstrip("_").removesuffix("2").removesuffix("_dim")
+              for name in _aten_ops_tagged("dynamic_output_shape")}
     names = set()
     for op in tagged - DYNAMIC_SHAPE_HANDLED_ELSEWHERE:
         names |= {f"torch.{op}"} if hasattr(torch, op) else set()
@@ -482,15 +492,7 @@ def _probe_inplace_views() -> dict[str, str]:
     compiled frame's input. An aten op tagged `inplace_view` with no probe stops the run."""
     import torch
 
-    tagged = set()
-    for name in dir(torch.ops.aten):
-        try:
-            packet = getattr(torch.ops.aten, name)
-            overloads = [getattr(packet, o) for o in packet.overloads()]
-        except Exception:
-            continue
-        if any(torch.Tag.inplace_view in op.tags for op in overloads) and hasattr(torch.Tensor, name):
-            tagged.add(name)
+    tagged = {name for name in _aten_ops_tagged("inplace_view") if hasattr(torch.Tensor, name)}
     unprobed = tagged - set(INPLACE_VIEW_PROBES) - INPLACE_VIEW_HANDLED_ELSEWHERE
     if unprobed:
         raise SystemExit(f"ops tagged inplace_view with no probe in INPLACE_VIEW_PROBES: {sorted(unprobed)}")
