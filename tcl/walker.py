@@ -236,6 +236,9 @@ class FunctionWalker(cst.CSTVisitor):
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
         self.element_origins: dict[str, cst.BaseExpression] = {}  # loop variable -> what it runs over
+        # every plain loop variable -> what it runs over, whatever its kind (TCL421 reads where a
+        # tensor comes from: `for p in group["params"]`)
+        self.loop_sources: dict[str, cst.BaseExpression] = {}
         # names bound by `for row in t` of a tensor `t`: rows, so `row[0]` has one dim less
         self.tensor_rows: set[str] = set()
         self.kind = KindEvaluator(index, function.owner, self.env, resolve_call, return_kind, field_kind)
@@ -772,6 +775,8 @@ class FunctionWalker(cst.CSTVisitor):
                 self._bind_loop_target(elements[1], args[0])  # `for i, (a, b) in enumerate(zip(...))`
                 return
         self._bind_target(target, self._element_kind(iterable))
+        if isinstance(target, cst.Name):
+            self.loop_sources[target.value] = iterable
         if isinstance(target, cst.Name) and is_tensor(self.env.get(target.value, Kind.UNKNOWN)):
             self.element_origins[target.value] = iterable  # the evidence: "an element of ..."
         if isinstance(target, cst.Name) and is_tensor(self.kind(iterable)):
@@ -986,6 +991,7 @@ class FunctionWalker(cst.CSTVisitor):
     def _assign_name(self, name: str, kind: Kind) -> None:
         self.origins.pop(name, None)
         self.element_origins.pop(name, None)
+        self.loop_sources.pop(name, None)
         if self.kind.keyed:  # a new dict under the name: what its keys held is gone
             for key in [k for k in self.kind.keyed if k[0] == name]:
                 del self.kind.keyed[key]

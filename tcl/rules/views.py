@@ -9,9 +9,11 @@ measured per release by scripts/gen_torch_facts.py (`inplace_view_methods`: aten
 `inplace_view` tag, plus the composite detach_/squeeze_/swap aliases, each called on a frame
 input). `resize_` is TCL406's.
 
-Reported where the receiver is surely a graph input: `self.<attr>` that the function does not
-assign, or a parameter of the compiled function itself that it has not rebound. A helper's
-parameter may hold a tensor its caller made, so it is left alone.
+Reported where the receiver is surely a graph input (`_graph_input`): `self.<attr>` that the
+function does not assign, a parameter of the compiled function itself that it has not rebound,
+an attribute or list/dict element of those, a loop variable over one, or a name bound to any of
+these (`grad = p.grad.data` in an optimizer step). A helper's parameter may hold a tensor its
+caller made, so it is left alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import torch_facts
-from ..dataflow import is_tensor
+from ..dataflow import Kind, is_tensor
+from ..names import dotted
 from .base import Example, Rule
 
 # Used only where the target release has no generated facts (measured on 2.13 and 2.14).
@@ -122,23 +125,61 @@ class Regularizer(nn.Module):
 
     def forward(self, x):
         return x * 2 + self.pop()
-''', entry="Regularizer", args="(torch.randn(2),)")]
+''', entry="Regularizer", args="(torch.randn(2),)"), Example('''
+import torch
+from torch import nn
+
+class Step(nn.Module):
+    """An optimizer-style step: the gradient of a parameter it holds, through a name."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 3))
+        self.w.grad = torch.ones(3, 3)
+        self.param_groups = [{"params": [self.w]}]
+
+    def forward(self, x):
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad.data
+                grad.transpose_(0, 0)  # BREAK
+        return x * 2
+''', entry="Step", args="(torch.randn(2),)")]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in _inplace_views(ctx.version):
             return
         receiver = func.value
-        if not is_tensor(ctx.kind(receiver)):
+        # Only torch.Tensor has these methods (no ndarray, Module or path does), so a receiver of
+        # unknown kind is a tensor too; one known to be something else is not.
+        kind = ctx.kind(receiver)
+        if not (is_tensor(kind) or kind == Kind.UNKNOWN) or not _graph_input(receiver, ctx):
             return
-        if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
-                and receiver.value.value == "self":
-            function = ctx.function.node
-            if receiver.attr.value in _assigned_self_attributes(function):
-                return
-            what = f"self.{receiver.attr.value}"
-        elif isinstance(receiver, cst.Name) and ctx.is_entry and ctx.is_parameter(receiver.value):
-            what = receiver.value
-        else:
-            return
+        what = dotted(receiver) or "its receiver"
         ctx.report(self, node, self.message.format(method=func.attr.value, what=what))
+
+
+def _graph_input(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """Surely a graph input or a part of one: `self.<attr>` that the function does not assign, a
+    compiled function's own unrebound parameter, an attribute (`p.grad`, `p.data`) or a list or
+    dict element (`group["params"]`) of those, a loop variable over one, or a name bound to any
+    of these (`grad = p.grad.data` in an optimizer step over `self.param_groups`)."""
+    if depth > 6:
+        return False
+    if isinstance(node, cst.Name):
+        name = node.value
+        if name == "self":
+            return True
+        if ctx.is_parameter(name):
+            return bool(ctx.is_entry)
+        origin = ctx.origins.get(name) or ctx.loop_sources.get(name)
+        return isinstance(origin, (cst.Name, cst.Attribute, cst.Subscript)) and _graph_input(origin, ctx, depth + 1)
+    if isinstance(node, cst.Attribute):
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            return node.attr.value not in _assigned_self_attributes(ctx.function.node)
+        return _graph_input(node.value, ctx, depth + 1)
+    if isinstance(node, cst.Subscript):
+        # a list's or dict's element; a tensor's own view (`x[0]`) is not what was measured
+        return not is_tensor(ctx.kind(node.value)) and _graph_input(node.value, ctx, depth + 1)
+    return False
