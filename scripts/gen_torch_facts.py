@@ -496,12 +496,7 @@ def _probe_inplace_views() -> dict[str, str]:
     unprobed = tagged - set(INPLACE_VIEW_PROBES) - INPLACE_VIEW_HANDLED_ELSEWHERE
     if unprobed:
         raise SystemExit(f"ops tagged inplace_view with no probe in INPLACE_VIEW_PROBES: {sorted(unprobed)}")
-    broken: dict[str, str] = {}
-    for name, call in INPLACE_VIEW_PROBES.items():
-        gb = _break_of(f"import torch\ndef fn(x):\n    y = x * 2\n    {call}\n    return y\n")
-        if gb not in (None, "error"):
-            broken[name] = gb
-    return dict(sorted(broken.items()))
+    return _breaking(INPLACE_VIEW_PROBES, "import torch\n")
 
 
 def _deprecated_signatures() -> dict[str, list[list[tuple[str, str]]]]:

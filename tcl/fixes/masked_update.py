@@ -29,7 +29,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import SAFE, Fix
-from .exprs import is_number, plain_reference, pure
+from .exprs import MASK_FUNCTIONS, is_number, plain_reference, pure
 
 _IN_PLACE = {
     cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_",
@@ -113,7 +113,7 @@ _LIKE_FUNCTIONS = frozenset({
 _SAME_SHAPE_METHODS = frozenset({
     "clone", "detach", "contiguous", "float", "double", "half", "bfloat16", "int", "long", "bool",
 })
-_MASK_CALLS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf", "signbit", "logical_not"})
+_MASK_CALLS = MASK_FUNCTIONS | {"logical_not"}
 _RESHAPING_IN_PLACE = frozenset({
     "resize_", "resize_as_", "set_", "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_",
     "swapaxes_", "as_strided_",

@@ -25,7 +25,7 @@ import libcst as cst
 from .. import torch_facts
 from ..names import short_source
 from ..dataflow import Kind, is_tensor
-from ..sizes import fixed_tensor, length_fixed
+from ..sizes import length_fixed
 from .base import DEFAULT_MODE, Example, Rule
 
 _BATCHES = "[(torch.randn(n, 3),) for n in (4, 6, 8, 10)]"
@@ -76,8 +76,8 @@ def data_list(node: cst.BaseExpression, ctx, depth: int = 0) -> cst.Call | None:
         receiver = node.func.value
         # A read by name was recorded where it ran; one in the expression at hand runs here.
         in_loop = id(node) in _reads_in_loops(ctx) if depth else ctx.inside_loop_body()
-        if is_tensor(ctx.kind(receiver)) and not fixed_tensor(receiver, ctx) and not in_loop \
-                and not length_fixed(receiver, ctx):
+        # length_fixed covers a module's own tensors (fixed_tensor) and dims the model fixes
+        if is_tensor(ctx.kind(receiver)) and not in_loop and not length_fixed(receiver, ctx):
             return node
     return None
 
