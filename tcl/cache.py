@@ -21,6 +21,9 @@ A report is valid for exactly one input, and every part of that input is in its 
 * Each entry also records the content hash of every file listed in `FileReport.dependencies`
   (other files the analysis read: helpers followed across files). A lookup re-hashes them
   and ignores the entry if any changed.
+* Each entry records which other project files' compiled entries the analysis traced
+  (`FileReport.other_entries`: those of files the run did not check); the runner ignores an
+  entry whose choices differ for the files of the current run.
 
 Dependency-fingerprint hook: a callable `(path, source, package) -> str`. When cross-file
 analysis learns that a file's result depends on something the recorded dependencies do not
@@ -200,6 +203,7 @@ def report_to_json(report: FileReport) -> dict:
         "skipped": report.skipped,
         "dependencies": list(getattr(report, "dependencies", []) or []),
         "compiled": list(getattr(report, "compiled", []) or []),
+        "other_entries": dict(getattr(report, "other_entries", {}) or {}),
     }
 
 
@@ -211,6 +215,7 @@ def report_from_json(path: str, data: dict) -> FileReport:
     if hasattr(report, "dependencies"):
         report.dependencies = list(data["dependencies"])
     report.compiled = [list(item) for item in data.get("compiled", [])]
+    report.other_entries = {str(path): bool(traced) for path, traced in data.get("other_entries", {}).items()}
     return report
 
 

@@ -48,6 +48,9 @@ class FileReport:
     errors: list[FileError] = field(default_factory=list)
     skipped: bool = False  # pre-filtered: no torch code
     dependencies: list[str] = field(default_factory=list)  # other files its findings depend on
+    # Real path of another project file whose compiled entries this file compiles -> whether
+    # this analysis traced them (that file was not checked in this run) or left them to it.
+    other_entries: dict[str, bool] = field(default_factory=dict)
     # [real path, qualname] of the functions this file's compiled entries reach (not its public
     # API ones): another file's analysis of them as public API defers to that (RunResult.findings).
     compiled: list[list[str]] = field(default_factory=list)
@@ -103,6 +106,10 @@ class Analyzer:
         self._installed_reported: set[str] = set()
         # Installed files a declared entry lives in: analysed from that entry only, read-only.
         self.entry_only_files: set[str] = set()
+        # Real paths of the files this run reports (tcl.runner); None: every file of the
+        # project is checked (the language server, callers of the API). A compile call that
+        # traces a forward in a project file outside this set traces it from here.
+        self.checked: frozenset[str] | None = None
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -131,6 +138,7 @@ class Analyzer:
                                                 analysis)
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
             report.compiled = analysis.compiled_functions()
+            report.other_entries = dict(analysis.other_entries)
             if self.installed_errors:
                 report.errors.extend(self.installed_errors)
                 self.installed_errors = []
@@ -601,6 +609,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.param_kinds: dict[int, dict[str, Kind]] = {}
         self.functions: dict[int, FunctionInfo] = {}
         self.entries: dict[int, str] = {}
+        self.other_entries: dict[str, bool] = {}  # FileReport.other_entries
         # callee id -> caller id -> call sites (walker.CallSite)
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.from_callers: set[int] = set()  # entries whose parameter kinds come from callers

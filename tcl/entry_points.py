@@ -137,11 +137,19 @@ class EntryPoints:
 
     def _entry_of_other_file(self, function: FunctionInfo) -> bool:
         """A forward or compiled function of another checked file is that file's own entry:
-        analysed when that file is checked, not again from here."""
+        analysed when that file is checked, not again from here. One of a project file this
+        run does not check (`tcl check train.py` compiling a model of `models/`) is traced
+        from here, and its findings are reported where they are, as a whole-tree run would."""
         if function.index is self.index or function.index is None or function.index.installed:
             return False
-        return function.is_compiled or (function.name == "forward" and function.owner is not None
-                                        and function.owner.is_module)
+        if not (function.is_compiled or (function.name == "forward" and function.owner is not None
+                                         and function.owner.is_module)):
+            return False
+        checked = self.analyzer.checked
+        path = os.path.realpath(function.index.path)
+        own = checked is None or path in checked
+        self.other_entries[path] = not own  # the cache asks whether that still holds
+        return own
 
     def decorator_wrappers(self, function: FunctionInfo) -> list[tuple[FunctionInfo, str]]:
         """The wrapper functions that decorators from the checked tree put around `function`

@@ -86,10 +86,12 @@ _WORKER_ANALYZER: Analyzer | None = None
 _WORKER_TIMEOUT: float | None = None
 
 
-def _init_worker(config: Config, project: ProjectScan, timeout: float | None = None) -> None:
+def _init_worker(config: Config, project: ProjectScan, timeout: float | None = None,
+                 checked: frozenset[str] | None = None) -> None:
     global _WORKER_ANALYZER, _WORKER_TIMEOUT
     _quiet_about_checked_code()
     _WORKER_ANALYZER = Analyzer(config, project)
+    _WORKER_ANALYZER.checked = checked
     _WORKER_TIMEOUT = timeout
 
 
@@ -257,6 +259,7 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
         entry_errors, entry_files = problems(analyzer, files)
         result.errors.extend(entry_errors)
         files = files + entry_files  # a declared entry's file is reported like a checked one
+    analyzer.checked = frozenset(os.path.realpath(path) for path in files)
 
     raw: dict[str, FileReport] = {}
     analysed = files + reaching
@@ -270,7 +273,7 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
             raw[path], digest = _read_and_analyze(path, analyzer, file_timeout)
             _store(cache, path, keys, raw[path], digest, hashes)
     else:
-        for path, (report, digest) in _parallel(todo, config, project, jobs, file_timeout).items():
+        for path, (report, digest) in _parallel(todo, config, project, jobs, file_timeout, analyzer.checked).items():
             raw[path] = report
             _store(cache, path, keys, report, digest, hashes)
     if reaching:
@@ -360,12 +363,20 @@ def _cached(files, analyzer, project, cache, hashes, keys, raw) -> list[str]:
                 continue
         key = cache.key(path, _package(path), hashes[path], source)
         report = cache.get(path, key, file_hash) if key else None
+        if report is not None and not _same_checked(report, analyzer.checked):
+            report = None  # it traced another file's entries that this run checks, or the reverse
         if report is None:
             keys[path] = key
             todo.append(path)
         else:
             raw[path] = report
     return todo
+
+
+def _same_checked(report: FileReport, checked: frozenset[str] | None) -> bool:
+    """Whether a stored report's choices about other files' entries hold for this run's files."""
+    return all((checked is not None and path not in checked) == traced
+               for path, traced in report.other_entries.items())
 
 
 def _store(cache, path: str, keys: dict[str, str], report: FileReport, digest: str | None, hashes) -> None:
@@ -375,29 +386,31 @@ def _store(cache, path: str, keys: dict[str, str], report: FileReport, digest: s
     cache.put(path, keys[path], report, cache.file_hash)
 
 
-def _parallel(files: list[str], config: Config, project: ProjectScan, jobs: int, timeout: float | None):
+def _parallel(files: list[str], config: Config, project: ProjectScan, jobs: int, timeout: float | None,
+              checked: frozenset[str] | None = None):
     """path -> (report, content hash), from worker processes. A worker that dies (a native crash,
     the OOM killer) costs only the file that killed it: the unfinished files are re-run in one
     worker, in order, to find that file, which is reported as an error; the rest go on."""
     results: dict[str, tuple[FileReport, str | None]] = {}
     remaining = list(files)
     try:
-        return _parallel_passes(remaining, results, config, project, jobs, timeout)
+        return _parallel_passes(remaining, results, config, project, jobs, timeout, checked)
     except OSError:  # no processes to be had (a sandbox, a process limit): check serially
         analyzer = Analyzer(config, project)
+        analyzer.checked = checked
         for path in files:
             if path not in results:
                 results[path] = _read_and_analyze(path, analyzer, timeout)
         return results
 
 
-def _parallel_passes(remaining, results, config, project, jobs, timeout):
+def _parallel_passes(remaining, results, config, project, jobs, timeout, checked=None):
     while remaining:
-        done, unfinished = _pool_pass(remaining, config, project, jobs, CHUNK, timeout)
+        done, unfinished = _pool_pass(remaining, config, project, jobs, CHUNK, timeout, checked)
         results.update(done)
         if not unfinished:
             break
-        done, unfinished = _pool_pass(unfinished, config, project, 1, 1, timeout)
+        done, unfinished = _pool_pass(unfinished, config, project, 1, 1, timeout, checked)
         results.update(done)
         if not unfinished:
             break
@@ -407,13 +420,13 @@ def _parallel_passes(remaining, results, config, project, jobs, timeout):
     return results
 
 
-def _pool_pass(files, config, project, jobs, chunk, timeout):
+def _pool_pass(files, config, project, jobs, chunk, timeout, checked=None):
     chunks = [files[i:i + chunk] for i in range(0, len(files), chunk)]
     done: dict[str, tuple[FileReport, str | None]] = {}
     unfinished: list[str] = []
     try:
         with ProcessPoolExecutor(
-            max_workers=min(jobs, len(chunks)), initializer=_init_worker, initargs=(config, project, timeout)
+            max_workers=min(jobs, len(chunks)), initializer=_init_worker, initargs=(config, project, timeout, checked)
         ) as pool:
             futures = [pool.submit(_worker_check, c) for c in chunks]
             for chunk_paths, future in zip(chunks, futures):

@@ -142,3 +142,34 @@ def test_callers_through_a_package_re_export_are_found(tmp_path):
     (tmp_path / "unrelated.py").write_text("# mentions helpers and pkg only in a comment\nimport os\n")
     files = [str(pkg / "helpers.py"), str(pkg / "__init__.py"), str(tmp_path / "model.py"), str(tmp_path / "unrelated.py")]
     assert reaching_files(files[:1], files[1:]) == files[1:3]
+
+
+TRAIN = textwrap.dedent('''
+    import torch
+
+    from model import Model
+
+    model = torch.compile(Model())
+    print(model(torch.randn(4)))
+''')
+
+
+def test_a_checked_compile_call_traces_the_model_it_compiles_from_another_file(project):
+    """`tcl check train.py`: the model it compiles lives in model.py, which this run does not
+    check. Its forward is traced from train.py's compile call, and the findings are reported
+    where they are (the user's own files), as a whole-tree run reports them; a warm cache
+    filled by runs over other sets of files gives the same answer."""
+    (project / "train.py").write_text(TRAIN)
+    tree = run("-m", "tcl", "check", "--format", "flake8", "--no-cache", ".", cwd=project).stdout.splitlines()
+    expected = helper_findings(tree)
+    assert [line.split(": ")[1].split()[0] for line in expected] == ["TCL101", "TCL201"]
+    alone = run("-m", "tcl", "check", "--format", "flake8", "--no-cache", "train.py", cwd=project)
+    assert sorted(alone.stdout.splitlines()) == expected, alone.stderr
+    # The cache: a report of train.py stored when model.py was checked with it traced nothing
+    # of model.py; reused for train.py alone it would hide the findings (and the reverse).
+    for paths in ([".", "train.py"], ["train.py", "model.py"], ["train.py"], ["train.py", "model.py"]):
+        out = run("-m", "tcl", "check", "--format", "flake8", *paths, cwd=project).stdout.splitlines()
+        assert sorted(out) == expected, paths
+    # Without a compile call nothing of model.py is reported from train.py.
+    (project / "train.py").write_text(TRAIN.replace("torch.compile(Model())", "Model()"))
+    assert run("-m", "tcl", "check", "--format", "flake8", "train.py", cwd=project).stdout == ""
