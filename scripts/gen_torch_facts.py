@@ -17,8 +17,11 @@ What it records, all read from torch itself rather than written by hand:
   A function whose annotation is missing, `Any`, or mixes both is left out: tcl then decides
   as it did without the data.
 * tensor_attributes / python_attributes: the public attributes a torch.Tensor has and list,
-  dict, str, set, tuple, int and float lack, and the other way round: how a parameter is used
-  is evidence of what it holds (tcl/evidence.py).
+  dict, str, set, tuple, int, float and an Enum member (`name`, `value`) lack, and the other
+  way round: how a parameter is used is evidence of what it holds (tcl/evidence.py).
+* tensor_methods: the tensor_attributes that are methods (`dim`, `size`, `view`), not data
+  (`shape`, `dtype`, `T`): only a call is evidence of a tensor, since `args.dim` or
+  `config.size` read a field of the same name.
 * shared_attributes: the tensor attributes that a numpy.ndarray, an nn.Module or a path has too
   (`shape`, `sum`, `to`, `half`, `name`): no evidence that a value is a tensor, where nothing
   else says it is compiled (tcl/api_entries.py).
@@ -72,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import enum
 import importlib
 import inspect
 import json
@@ -774,6 +778,8 @@ def generate() -> dict:
         "returns": dict(sorted(returns.items())),
         "tensor_attributes": sorted(_public(torch.Tensor) - _python_attributes()),
         "python_attributes": sorted(_python_attributes() - _public(torch.Tensor)),
+        "tensor_methods": sorted(name for name in _public(torch.Tensor) - _python_attributes()
+                                 if callable(getattr(torch.Tensor, name))),
         "shared_attributes": sorted((_public(torch.Tensor) - _python_attributes()) & (
             _public(numpy.ndarray) | _public(torch.nn.Module) | _public(pathlib.PurePosixPath))),
         "tensor_input_calls": _tensor_input_calls(),
@@ -825,7 +831,10 @@ def _public(cls) -> set[str]:
 
 
 def _python_attributes() -> set[str]:
-    return set().union(*(_public(t) for t in (list, dict, str, set, tuple, int, float, bool)))
+    class _Member(enum.Enum):  # an Enum member's `name` / `value`
+        ONE = 1
+
+    return set().union(*(_public(t) for t in (list, dict, str, set, tuple, int, float, bool, _Member.ONE)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ entry of its own, walked after those (so code they reach keeps what its callers 
   not `__init__` and the like, not disabled for the compiler; not a module-level function
   written as a method (`def f(self, ...)`, attached to some class at run time);
 * takes tensor data, surely: a parameter annotated a tensor, used through an attribute only
-  torch.Tensor has, or passed first to a torch function whose first parameter is a tensor (both
+  torch.Tensor has (a method of it called: `x.unsqueeze(0)`, not `args.dim`), or passed first to a torch function whose first parameter is a tensor (both
   generated from torch: `shared_attributes`, `tensor_input_calls`). `x.shape`, `x.sum()`,
   `x.to()` fit a numpy array, a module or a path too. Its other parameters hold what the
   signature and the body say, unknown otherwise: nothing is *assumed* a tensor, since nobody said
@@ -39,7 +39,7 @@ import libcst as cst
 
 from . import torch_facts
 from .dataflow import Kind, is_tensor
-from .evidence import EVIDENCE_KINDS, _children
+from .evidence import EVIDENCE_KINDS, _children, tensor_use
 from .kinds import SELF
 from .module_index import FunctionInfo, ModuleIndex
 from .params import _param_kind, all_params, body_evidence
@@ -198,11 +198,14 @@ def _torch_only_evidence(function: FunctionInfo) -> set[str]:
     names = {p.name.value for p in all_params(function.node.params)}
     index = function.index
     found: set[str] = set()
+    called: set[int] = set()  # `p.attr` nodes that are called: a Call is popped before its func
     stack: list[cst.CSTNode] = [function.node.body]
     while stack:
         node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            called.add(id(node.func))
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            if node.value.value in names and node.attr.value in only_tensor:
+            if node.value.value in names and tensor_use(node, only_tensor, facts.tensor_methods, called):
                 found.add(node.value.value)
         elif isinstance(node, cst.Call) and node.args and index is not None:
             first = node.args[0]

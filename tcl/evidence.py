@@ -6,8 +6,9 @@ is wrong for counts, options and containers, and every branch on them then reads
 on tensor data. The body is better evidence, read here without running anything:
 
 * tensor: an attribute only tensors have (`p.shape`, `p.view(...)`, `p.masked_fill(...)`:
-  torch.Tensor's public attributes that list, dict, str, set, tuple, int and float lack,
-  generated from torch in tcl/torch_facts), or `p @ q`;
+  torch.Tensor's public attributes that list, dict, str, set, tuple, int, float and an Enum
+  member lack, generated from torch in tcl/torch_facts), or `p @ q`; a tensor *method* counts
+  only when called: `args.dim` or `config.size` read a field that happens to share its name;
 * a Python number: `range(p)` (also `range(p + 1)`, `range(0, p, 2)`), `p.is_integer()`;
 * a Python number: also `p` compared with a size in a test (`assert z.shape[-1] == length`,
   `if x.size(1) != n:`, `while len(xs) < n:`); a comparison used as a value (`mask = lengths ==
@@ -43,16 +44,24 @@ SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # their own scopes: not re
 
 
 @lru_cache(maxsize=1)
-def _attributes() -> tuple[frozenset[str], frozenset[str]]:
+def _attributes() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     facts = torch_facts.all_releases()
     if facts is None:
-        return frozenset(), frozenset()
-    return facts.tensor_attributes, facts.python_attributes
+        return frozenset(), frozenset(), frozenset()
+    return facts.tensor_attributes, facts.python_attributes, facts.tensor_methods
+
+
+def tensor_use(node: cst.Attribute, attributes: frozenset[str], methods: frozenset[str], called: set[int]) -> bool:
+    """`p.shape`, `p.view(...)`: an attribute of `attributes` that only a tensor would be used
+    through; a tensor method counts only when called, a field of that name does not."""
+    attr = node.attr.value
+    return attr in attributes and (attr not in methods or id(node) in called)
 
 
 def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, str]:
     """{parameter: TENSOR | NUMBER | STRING | OBJECT} for the parameters the body gives evidence of."""
-    tensor_attributes, python_attributes = _attributes()
+    tensor_attributes, python_attributes, tensor_methods = _attributes()
+    called: set[int] = set()  # `p.attr` nodes that are called: a Call is popped before its func
     found: dict[str, set[str]] = {}
 
     def note(node: cst.BaseExpression, what: str) -> None:
@@ -62,10 +71,14 @@ def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, s
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            called.add(id(node.func))
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
             attr = node.attr.value
-            if attr in tensor_attributes:
+            if tensor_use(node, tensor_attributes, tensor_methods, called):
                 note(node.value, TENSOR)
+            elif attr in tensor_attributes:
+                pass  # a tensor method's name read as a field: no evidence either way
             elif attr in python_attributes:
                 note(node.value, STRING if attr in STRING_METHODS and attr not in ("count", "index") else
                      NUMBER if attr == "is_integer" else OBJECT)

@@ -33,6 +33,51 @@ def test_evidence_of_each_kind():
     ''') == {"x": TENSOR, "n": NUMBER, "mode": STRING, "state": OBJECT, "both": TENSOR}
 
 
+def test_a_tensor_method_is_evidence_only_when_called():
+    """`args.dim` / `config.size` read a field that shares a tensor method's name; `x.dim()`
+    calls it. Data attributes (`x.shape`) count when read; `name` (an Enum member has it) does not."""
+    assert evidence('''\
+        def f(x, args, config, y, task):
+            a = x.dim() + args.dim
+            b = config.size * y.shape[0]
+            if task.name == "cls":
+                return a
+            return b
+    ''') == {"x": TENSOR, "y": TENSOR}  # nothing says what task is
+
+
+def test_a_script_main_reading_config_fields_is_not_a_public_api_entry(tmp_path):
+    """`def main(args): model = Net(args.dim); return torch.compile(model)` builds a model: it
+    is not compiled, and a module built there is not "built inside a compiled region"."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "net.py").write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self, dim=4):
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return self.lin(x)
+    '''))
+    (tmp_path / "train.py").write_text(textwrap.dedent('''
+        import torch
+        from net import Net
+
+
+        def main(args):
+            model = Net(args.dim)
+            return torch.compile(model, mode="max-autotune")
+    '''))
+    from tcl.runner import run
+
+    result = run([str(tmp_path / "train.py")], Config())
+    assert [(f.path, f.code) for f in result.findings] == []
+
+
 def test_a_parameter_compared_with_a_size_in_a_test_is_a_number():
     assert evidence('''\
         def f(z, length, n, m, lengths, k):

@@ -35,6 +35,7 @@ class TorchFacts:
     tensor_attributes: frozenset[str] = frozenset()  # Tensor has them; list/dict/str/... do not
     python_attributes: frozenset[str] = frozenset()  # list/dict/str/... have them; Tensor does not
     shared_attributes: frozenset[str] = frozenset()  # tensor_attributes an ndarray, Module or path has too
+    tensor_methods: frozenset[str] = frozenset()  # tensor_attributes that are methods: evidence only when called
     tensor_input_calls: frozenset[str] = frozenset()  # torch functions whose first parameter is a tensor
     # "Tensor.fill_diagonal_" / "torch.triu_indices" -> "receiver" | "size arguments": calls that
     # recompile on every new size of that input, measured on this release
@@ -110,6 +111,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             tensor_attributes=frozenset(data.get("tensor_attributes", ())),
             python_attributes=frozenset(data.get("python_attributes", ())),
             shared_attributes=frozenset(data.get("shared_attributes", ())),
+            tensor_methods=frozenset(data.get("tensor_methods", ())),
             tensor_input_calls=frozenset(data.get("tensor_input_calls", ())),
             size_specialising_calls=(dict(data["size_specialising_calls"])
                                      if "size_specialising_calls" in data else None),
@@ -155,6 +157,7 @@ def all_releases() -> TorchFacts | None:
         tensor_attributes=frozenset.intersection(*(f.tensor_attributes for f in facts)),
         python_attributes=frozenset.intersection(*(f.python_attributes for f in facts)),
         shared_attributes=frozenset.union(*(f.shared_attributes for f in facts)),
+        tensor_methods=frozenset.union(*(f.tensor_methods for f in facts)),
         tensor_input_calls=frozenset.intersection(*(f.tensor_input_calls for f in facts)),
     )
 
