@@ -407,13 +407,12 @@ class CallResolver(InstanceResolver):
             return callee
         if callee.index is not None and callee.index.installed:
             return callee  # an installed package is never checked itself: followed from here
-        # Another file's entry point (a submodule's forward, a compiled function) is analysed
-        # when that file is checked; only its plain helpers are followed from here.
+        # Another checked file's entry point (a submodule's forward, a compiled function) is
+        # analysed when that file is checked; only its plain helpers are followed from here,
+        # and the entries of project files this run does not check (EntryPoints).
         if callee.is_disabled:
             return callee
-        if callee.is_compiled or (callee.name == "forward" and callee.owner is not None and callee.owner.is_module):
-            return None
-        return callee
+        return None if self._entry_of_other_file(callee) else callee
 
     def _resolve(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
         index = caller.index

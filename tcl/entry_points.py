@@ -4,7 +4,8 @@ The entry points of a file's analysis are the forwards of its nn.Module classes,
 of its optimizers, its `@torch.compile` functions and methods, the targets of its
 `torch.compile(...)` calls — `torch.compile(f)`, `torch.compile(self.m)`, and, resolved through
 the bindings of the scope the call is in (tcl/instances.py), `torch.compile(model.generate)`,
-`torch.compile(model)`, `step = torch.compile(step)` for a nested def — and the entries the
+`torch.compile(model)`, `step = torch.compile(step)` for a nested def, `model.compile()` of an
+nn.Module — and the entries the
 user declared or recorded for this file (tcl/entries.py). The wrappers that decorators of the
 checked tree put around an entry are traced too. `anchor_of` answers the reverse question for
 --follow-imports: through which call of the checked code traced code first enters the
@@ -76,6 +77,12 @@ class EntryPoints:
             if function is not None and function not in entries and not self._entry_of_other_file(function):
                 entries.append(function)
                 self.compile_anchors.setdefault(id(function), (index, call, top))
+        for target, scope, call, top in index.module_compile_sites:  # `model.compile()`
+            cls = self.instance_class(target, self._scope_function(scope), index)
+            function = self.call_method_of(cls) if cls is not None and cls.is_module else None
+            if function is not None and function not in entries and not self._entry_of_other_file(function):
+                entries.append(function)
+                self.compile_anchors.setdefault(id(function), (index, call, top))
         for spec in declared:
             found = entries_module.functions_named(self, index, spec.qualname)
             if isinstance(found, list):
@@ -90,6 +97,11 @@ class EntryPoints:
         index = self.index
         if isinstance(target, cst.Attribute):
             if isinstance(target.value, cst.Name) and (target.value.value == "self" or target.value.value in index.classes):
+                if (target.value.value == "self" and function is not None and function.owner is not None
+                        and self.method_of(function.owner, target.attr.value) is None):
+                    # `self.compiled = torch.compile(self.model)` after `self.model = Net()`
+                    cls = self.instance_class(target, function, index)
+                    return self.call_method_of(cls) if cls is not None else None
                 return None  # compile_targets holds these
             cls = self.instance_class(target.value, function, index)
             method = self.bind(self.method_of(cls, target.attr.value), cls) if cls is not None else None

@@ -95,6 +95,10 @@ class ModuleIndex:
     # Every `torch.compile(<target>)`: (target expression, names of the defs/classes around
     # it, the call, the module-level statement holding it)
     compile_sites: list = field(default_factory=list)
+    # Every `<expr>.compile(...)` whose receiver is not an imported name (`model.compile()`,
+    # nn.Module.compile: torch.compile of the module's call), in compile_sites' form; an entry
+    # only where the receiver resolves to an nn.Module class (tcl/entry_points.py)
+    module_compile_sites: list = field(default_factory=list)
     # Targets of `torch.compile(f, dynamic=False)` calls: every new input shape recompiles (TCL503).
     dynamic_false_targets: set[str] = field(default_factory=set)
     # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
@@ -327,6 +331,10 @@ def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, ow
 def _record_compile_target(call: cst.Call, index: ModuleIndex, owner: ClassInfo | None,
                            scope: tuple[str, ...] = (), top: cst.CSTNode | None = None) -> None:
     if canonical(index.imports.qualify(call.func, index.local_defs)) not in COMPILE_NAMES:
+        func = call.func
+        if (top is not None and isinstance(func, cst.Attribute) and func.attr.value == "compile"
+                and (dotted(func.value) or "self").partition(".")[0] not in index.imports.aliases):
+            index.module_compile_sites.append((func.value, scope, call, top))
         return
     if not call.args or call.args[0].keyword is not None:
         return

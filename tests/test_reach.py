@@ -1032,3 +1032,61 @@ def test_a_rerecording_with_other_classes_is_not_served_from_the_cache(tmp_path,
     assert main(argv) == 0 and "TCL205" not in capsys.readouterr().out
     write_step_recording(recording, user, 5, {"sampler": ["fakelib.models:Sampler"]})
     assert main(argv) == 1 and "train.py:6:16: TCL205" in capsys.readouterr().out
+
+
+
+MODULE_COMPILE_LIB = """
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x)
+            print("y", y.shape)
+            return y
+"""
+
+
+@pytest.mark.parametrize("user_code, reached", [
+    ("model = Net()\nmodel.compile(mode='default')\n", True),
+    ("class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.model.compile()\n", True),
+    ("model = Net()\nmodel.eval()\npattern = re.compile('x')\n", False),
+    ("model = make()\nmodel.compile()\n", False),
+    # a module-level model called from a compiled step; a trainer compiling its attribute
+    ("model = Net()\n\n@torch.compile\ndef step(x):\n    return model(x).sum()\n", True),
+    ("class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.fast = torch.compile(self.model)\n", True),
+    ("class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.fast = self.model\n", False),
+])
+def test_what_a_script_compiles_is_traced_into_its_project(tmp_path, user_code, reached):
+    """`tcl check train.py`: the model it compiles lives in lib.py, a project file this run does
+    not check, and is traced from the script's compile: `model.compile()` (nn.Module.compile,
+    torch.compile of the module's call), a compiled step calling a module-level model,
+    `torch.compile(self.model)`. `re.compile(...)` and a receiver of unknown class compile
+    nothing tcl can know."""
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path, "lib.py", MODULE_COMPILE_LIB)
+    user = tmp_path / "user.py"
+    user.write_text("import re\nimport torch\nfrom lib import Net\n\n" + user_code)
+    findings, errors = check([user], api_entries="off")
+    assert not errors
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line) for f in findings] == ([("lib.py", "TCL101", 13)] if reached else [])
+
+
+def test_module_compile_traces_forward_on_the_compiler():
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(MODULE_COMPILE_LIB), "lib.py", "exec"), namespace)
+    torch._dynamo.reset()
+    counters.clear()
+    net = namespace["Net"]()
+    net.compile(backend="eager")
+    net(torch.randn(2, 4))
+    assert sum(counters["graph_break"].values()) >= 1  # the print in forward
+    torch._dynamo.reset()
