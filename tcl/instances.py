@@ -567,15 +567,17 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
     if calls is not None:
         return calls
     calls = {}
+    aliases = _compiled_aliases(index)
 
     class Calls(cst.CSTVisitor):
         def __init__(self, caller: FunctionInfo) -> None:
             self.caller = caller
 
         def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and (node.func.value in index.functions
-                                                    or node.func.value in index.classes):
-                calls.setdefault(node.func.value, []).append((node, self.caller))
+            if isinstance(node.func, cst.Name):
+                name = aliases.get(node.func.value, node.func.value)
+                if name in index.functions or name in index.classes:
+                    calls.setdefault(name, []).append((node, self.caller))
 
     functions = list(index.functions.values()) + [m for c in index.classes.values() for m in c.methods.values()]
     for caller in functions:
@@ -584,6 +586,33 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
         stmt.visit(Calls(None))  # `MODELS = {"a": make(_loss, _miner)}` at module level
     index.file_facts["_instances.calls"] = calls
     return calls
+
+
+def _compiled_aliases(index: ModuleIndex) -> dict[str, str]:
+    """`step = torch.compile(train_step)`: alias name -> the module-level function it compiles,
+    so that `step(model, x)` passes its arguments to train_step."""
+    aliases: dict[str, str] = {}
+    for target, _scope, call, top in index.compile_sites:
+        if not (isinstance(target, cst.Name) and target.value in index.functions):
+            continue
+        for node in _assignments_of(top, call):
+            for assign_target in node.targets:
+                if isinstance(assign_target.target, cst.Name) and assign_target.target.value not in index.functions:
+                    aliases[assign_target.target.value] = target.value
+    return aliases
+
+
+def _assignments_of(top: cst.CSTNode, value: cst.CSTNode) -> list[cst.Assign]:
+    """The assignments in `top` whose value is `value` itself."""
+    found: list[cst.Assign] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if node.value is value:
+                found.append(node)
+
+    top.visit(Finder())
+    return found
 
 
 CONTAINERS = ("ModuleList", "Sequential", "list", "tuple")

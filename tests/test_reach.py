@@ -1061,6 +1061,10 @@ MODULE_COMPILE_LIB = """
     ("model = Net()\n\n@torch.compile\ndef step(x):\n    return model(x).sum()\n", True),
     ("class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.fast = torch.compile(self.model)\n", True),
     ("class Trainer:\n    def __init__(self):\n        self.model = Net()\n        self.fast = self.model\n", False),
+    # a compiled step that takes the model: what the calls through its compiled alias pass
+    ("def step(model, x):\n    return model(x).sum()\n\ndef main():\n    fast = torch.compile(step)\n"
+     "    fast(Net(), torch.randn(2, 4))\n", True),
+    ("def step(model, x):\n    return model(x).sum()\n\nfast = torch.compile(step)\n", False),
 ])
 def test_what_a_script_compiles_is_traced_into_its_project(tmp_path, user_code, reached):
     """`tcl check train.py`: the model it compiles lives in lib.py, a project file this run does
