@@ -12,8 +12,9 @@ A report is valid for exactly one input, and every part of that input is in its 
 * **bucket** = hash of the *settings*: tcl's own source code and data (every tcl/**.py and
   tcl/**.json file -- the generated torch facts -- so a
   development checkout never reads results of older code), the tcl version, the Python and
-  libcst versions, the selected rule codes, the target torch version and mode, and the
-  *project fingerprint* (the ProjectScan: which classes of the checked tree are nn.Modules and
+  libcst versions, the selected rule codes, the target torch version and mode, the installed
+  distributions (tcl.installed.environment_fingerprint: the class hierarchies of installed
+  packages decide which classes are nn.Modules), and the *project fingerprint* (the ProjectScan: which classes of the checked tree are nn.Modules and
   which files the tree holds). Changing any of them starts a new bucket; the oldest buckets
   beyond `KEEP_BUCKETS` are removed.
 * **key** = hash of the bucket, the file's path as given, its package, the sha-1 of its decoded
@@ -59,6 +60,7 @@ from typing import Any, Callable, Iterable
 from . import __version__
 from .engine import FileReport
 from .findings import FileError, Finding
+from .installed import environment_fingerprint
 from .safe_files import (
     CACHE_TEMP, CACHEDIR_TAG_TEXT, Refused, is_tcl_cache_dir, link_in_chain, make_real_dirs,
     prune_children, read_regular, sweep_stale_temps, write_new_atomic,
@@ -125,6 +127,7 @@ def settings_fingerprint(analyzer, project_fingerprint: str = "") -> str:
         sys.version_info[:2],
         _libcst_version(),
         sorted(rule.code for rule in analyzer.rules),
+        environment_fingerprint(),
         tuple(analyzer.version),
         config.mode,
         sorted(config.assume.items()),
@@ -402,7 +405,7 @@ class Cache:
         files = list(files)
         if not self._prepare_root() or any(digest is None for _, digest in files):
             return compute()
-        key = _digest(SCHEMA, code_fingerprint(), sys.version_info[:2], files)
+        key = _digest(SCHEMA, code_fingerprint(), sys.version_info[:2], environment_fingerprint(), files)
         directory = self.root / SCHEMA / SCAN_BUCKET
         entry = directory / f"{key}.json"
         result = None

@@ -34,6 +34,7 @@ from .rules import selected_rules
 from .summaries import CallSiteReturns
 from .params import (constant_params, crossed_params, entry_param_kinds, fixed_params, helper_param_kinds, sized_params,
                      tuple_params)
+from .installed import hierarchy as installed_hierarchy
 from .walker import Candidate, FunctionResult, FunctionWalker
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
@@ -160,13 +161,14 @@ class Analyzer:
                             self.memo.compile_calls if self.memo is not None else None,
                             self.scan.known_optimizers)
         index.path, index.source, index.module, index.python_tree = path, source, module, tree
-        if self.installed is not None:
-            # `class Model(somelib.Base)`: a module when the installed Base is one
-            extra = frozenset(base for cls in index.classes.values() for base in cls.bases
-                              if base and base not in index.known_modules and not base.startswith("torch.")
-                              and self.installed.is_module_class(base))
-            if extra:
-                mark_module_classes(index, extra)
+        # `class Model(somelib.Base)`: a module when the installed Base is one (its class
+        # headers are read whether or not calls into somelib are followed)
+        packages = self.installed if self.installed is not None else installed_hierarchy()
+        extra = frozenset(base for cls in index.classes.values() for base in cls.bases
+                          if base and base not in index.known_modules and not base.startswith("torch.")
+                          and packages.is_module_class(base))
+        if extra:
+            mark_module_classes(index, extra)
         return index
 
     def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:

@@ -9,6 +9,10 @@ demand and followed through the packages' own imports and re-exports (`zuko.flow
 `zuko.flows.spline.NSF` -> `MAF` -> `Flow` -> `LazyDistribution` -> `nn.Module`). torch and the
 numeric libraries Dynamo handles itself are never followed. A package's version (from its
 installed metadata) names its results in the cache, so a second run pays nothing for them.
+
+The class hierarchies are read with or without --follow-imports (`hierarchy()`): a user's
+`class Lit(L.LightningModule)` or `class Mine(PreTrainedModel)` is an nn.Module, and its
+forward an entry, whether or not calls into lightning or transformers are followed.
 """
 
 from __future__ import annotations
@@ -55,6 +59,34 @@ def site_directories() -> list[str]:
         if os.path.isdir(real) and real not in out:
             out.append(real)
     return out
+
+
+_HIERARCHY: dict[tuple[str, ...], "InstalledPackages"] = {}
+
+
+def hierarchy() -> "InstalledPackages":
+    """The running environment's installed packages, for their class hierarchies only: read
+    with or without --follow-imports (`class Lit(L.LightningModule)`, `class Mine(PreTrainedModel)`
+    are nn.Modules whether or not calls into those packages are followed). One per process and
+    set of site directories."""
+    directories = tuple(site_directories())
+    if directories not in _HIERARCHY:
+        _HIERARCHY.clear()
+        _HIERARCHY[directories] = InstalledPackages(list(directories))
+    return _HIERARCHY[directories]
+
+
+def environment_fingerprint() -> str:
+    """The installed distributions (their `.dist-info` / `.egg-info` names, which carry the
+    versions): what the installed class hierarchies a report used were read from. Installing or
+    upgrading a package changes it, and the cache starts over (tcl/cache.py)."""
+    names = []
+    for directory in site_directories():
+        try:
+            names.extend(n for n in os.listdir(directory) if n.endswith((".dist-info", ".egg-info", ".egg-link", ".pth")))
+        except OSError:
+            continue
+    return "|".join(sorted(names))
 
 
 class InstalledPackages:

@@ -3,7 +3,8 @@
 `class LlamaModel(LlamaPreTrainedModel)` is a module only because `PreTrainedModel`, in another
 file, derives from `nn.Module`. A per-file analysis cannot see that, so before analysing, tcl
 reads every file's class headers and imports with Python's `ast` (about 1/14 of a libcst parse)
-and resolves inheritance over the whole tree.
+and resolves inheritance over the whole tree, and through the class headers of installed
+packages for bases the tree does not define (`class Lit(L.LightningModule)`).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def scan(paths: list[str]) -> ProjectScan:
     for name, parents in bases.items():
         for parent in parents:
             children.setdefault(parent, []).append(name)
-    return ProjectScan(resolve_modules(bases), module_paths, resolve_optimizers(bases),
+    return ProjectScan(resolve_modules(bases, installed_module_class), module_paths, resolve_optimizers(bases),
                        tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())),
                        tuple(sorted((k, tuple(v)) for k, v in methods.items() if k in _with_bases(children))))
 
@@ -157,8 +158,19 @@ def _descendants(bases: dict[str, list[str]], is_root) -> frozenset[str]:
     return frozenset(found)
 
 
-def resolve_modules(bases: dict[str, list[str]]) -> frozenset[str]:
-    return _descendants(bases, lambda p: p in MODULE_ROOTS or is_torch_module_base(p))
+def resolve_modules(bases: dict[str, list[str]], external=None) -> frozenset[str]:
+    """`external(name)`: whether a base the tree does not define is an nn.Module (an installed
+    package's class, `installed_module_class`); None: only torch's own classes count."""
+    return _descendants(bases, lambda p: p in MODULE_ROOTS or is_torch_module_base(p)
+                        or (external is not None and p not in bases and not p.startswith("torch.") and external(p)))
+
+
+def installed_module_class(qualname: str) -> bool:
+    """Whether an installed package's class is an nn.Module (`lightning.LightningModule`,
+    `transformers.PreTrainedModel`), from its class headers (tcl.installed.hierarchy)."""
+    from .installed import hierarchy
+
+    return hierarchy().is_module_class(qualname)
 
 
 def resolve_optimizers(bases: dict[str, list[str]]) -> frozenset[str]:

@@ -358,6 +358,9 @@ def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packag
 
 
 def test_user_subclass_of_installed_module_is_a_module(tmp_path, site_packages):
+    """The installed class hierarchy is read with or without --follow-imports: Mine derives from
+    fakelib's Base, an nn.Module, so its forward is an entry; so is a subclass of Mine in another
+    file of the project (the project scan reads installed bases too)."""
     user = write(tmp_path / "proj", "model.py", """
         import torch
         from fakelib.base import Base
@@ -366,10 +369,20 @@ def test_user_subclass_of_installed_module_is_a_module(tmp_path, site_packages):
             def forward(self, x):
                 return x.item()
     """)
-    # Base unknown: not a module, so not analysed as one (its public API is: tcl/api_entries.py)
-    assert check([user], api_entries="off")[0] == []
-    findings, _ = check([user], follow_imports=True)
-    assert [f.code for f in findings] == ["TCL203"]
+    (tmp_path / "proj" / "pyproject.toml").write_text("")
+    other = write(tmp_path / "proj", "other.py", """
+        from model import Mine
+
+        class Yours(Mine):
+            def forward(self, x):
+                print(x)
+                return x
+    """)
+    for follow in (False, True):
+        findings, _ = check([user, other], api_entries="off", follow_imports=follow)
+        assert [(f.path.rsplit("/", 1)[-1], f.code) for f in findings] == [("model.py", "TCL203"), ("other.py", "TCL101")]
+        findings, _ = check([other], api_entries="off", follow_imports=follow)
+        assert [f.code for f in findings] == ["TCL101"]
 
 
 def test_installed_entries_and_broken_installed_packages(tmp_path, site_packages, capsys):
