@@ -35,6 +35,14 @@ RETURNS_SELF = frozenset({
     "to_empty", "type", "share_memory", "xpu", "mps",
 })
 COMPILE_CALLS = frozenset({"torch.compile"})
+# Wrappers whose forward runs the module they wrap (`self.module(*inputs)`): compiling or
+# calling `DDP(Net())` traces Net's forward, so the wrapper is taken for the module.
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+})
 MAX_DEPTH = 6
 
 
@@ -244,7 +252,7 @@ class InstanceResolver:
     def _call_class(self, call: cst.Call, function, index: ModuleIndex, depth: int) -> ClassInfo | None:
         func = call.func
         qualname = index.qualify(func) or ""
-        if qualname in COMPILE_CALLS:  # `torch.compile(model)` calls like the model does
+        if qualname in COMPILE_CALLS or qualname in MODULE_WRAPPERS:  # `torch.compile(model)`, `DDP(model)`
             return self.instance_class(call.args[0].value, function, index, depth + 1) if call.args else None
         cls = self._class_of_name(func, index, function)
         if cls is not None:

@@ -1078,6 +1078,8 @@ MODULE_COMPILE_LIB = """
     ("def step(model, x):\n    return model(x).sum()\n\ndef main():\n    fast = torch.compile(step)\n"
      "    fast(Net(), torch.randn(2, 4))\n", True),
     ("def step(model, x):\n    return model(x).sum()\n\nfast = torch.compile(step)\n", False),
+    # a wrapper whose forward runs the module it wraps
+    ("model = torch.nn.DataParallel(Net())\nfast = torch.compile(model)\n", True),
 ])
 def test_what_a_script_compiles_is_traced_into_its_project(tmp_path, user_code, reached):
     """`tcl check train.py`: the model it compiles lives in lib.py, a project file this run does
@@ -1106,4 +1108,9 @@ def test_module_compile_traces_forward_on_the_compiler():
     net.compile(backend="eager")
     net(torch.randn(2, 4))
     assert sum(counters["graph_break"].values()) >= 1  # the print in forward
+    torch._dynamo.reset()
+    counters.clear()
+    wrapped = torch.compile(torch.nn.DataParallel(namespace["Net"]()), backend="eager")
+    wrapped(torch.randn(2, 4))
+    assert sum(counters["graph_break"].values()) >= 1  # DataParallel's forward runs Net's
     torch._dynamo.reset()
