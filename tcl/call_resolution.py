@@ -500,7 +500,9 @@ class CallResolver(InstanceResolver):
         if isinstance(value, cst.Call):
             cls = self.class_named(owner.index.qualify(value.func) or "", owner.index)
             if cls is not None and cls.is_module:
-                return self.method_of(cls, "forward")
+                # A `__call__` a base overrides (pyro's PyroModule) runs first, as Dynamo traces it
+                called = self.method_of(cls, "__call__")
+                return self.bind(called, cls) if called is not None else self.method_of(cls, "forward")
         return None
 
 

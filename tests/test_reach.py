@@ -1114,3 +1114,50 @@ def test_module_compile_traces_forward_on_the_compiler():
     wrapped(torch.randn(2, 4))
     assert sum(counters["graph_break"].values()) >= 1  # DataParallel's forward runs Net's
     torch._dynamo.reset()
+
+
+
+def test_a_submodule_call_runs_the_call_its_base_overrides(tmp_path, site_packages):
+    """`self.inner(x)` runs type(inner).__call__: a base's override (pyro's PyroModule, re-exported
+    by its package) is traced before forward, by Dynamo and by tcl, also once the installed
+    hierarchy makes the subclass a module."""
+    base = write(site_packages, "trackpkg/base.py", TRACKED_BASE)
+    init = write(site_packages, "trackpkg/__init__.py", "from .base import Tracked\n")
+    model = write(site_packages, "trackpkg/model.py", TRACKED_MODEL)
+    findings, errors = check([base, init, model], api_entries="off")
+    assert not errors
+    assert [(f.path.rsplit("/", 1)[-1], f.code, f.line, f.reached_from) for f in findings] == [
+        ("base.py", "TCL101", 8, ("Outer.forward",))]
+    source = textwrap.dedent(TRACKED_BASE) + textwrap.dedent(TRACKED_MODEL).replace("from trackpkg import Tracked", "")
+    assert 8 in _compiler_lines(source, "Outer", "(torch.randn(4),)")
+
+
+TRACKED_BASE = """
+    import torch
+    from torch import nn
+
+
+    class Tracked(nn.Module):
+        def __call__(self, *args, **kwargs):
+            print("calling", type(self).__name__)
+            return super().__call__(*args, **kwargs)
+"""
+TRACKED_MODEL = """
+    import torch
+    from torch import nn
+    from trackpkg import Tracked
+
+
+    class Inner(Tracked):
+        def forward(self, x):
+            return x * 2
+
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x) + 1
+"""
