@@ -111,6 +111,7 @@ class Analyzer:
         # project is checked (the language server, callers of the API). A compile call that
         # traces a forward in a project file outside this set traces it from here.
         self.checked: frozenset[str] | None = None
+        self._installed_hierarchy = None  # tcl.installed.hierarchy(), on first use
         for rule in self.rules:
             instance = rule()
             for node_type, method in rule.hooks().items():
@@ -163,13 +164,19 @@ class Analyzer:
         index.path, index.source, index.module, index.python_tree = path, source, module, tree
         # `class Model(somelib.Base)`: a module when the installed Base is one (its class
         # headers are read whether or not calls into somelib are followed)
-        packages = self.installed if self.installed is not None else installed_hierarchy()
+        packages = self.installed if self.installed is not None else self._hierarchy()
         extra = frozenset(base for cls in index.classes.values() for base in cls.bases
                           if base and base not in index.known_modules and not base.startswith("torch.")
                           and packages.is_module_class(base))
         if extra:
             mark_module_classes(index, extra)
         return index
+
+    def _hierarchy(self):
+        """Installed packages, for their class hierarchies only (tcl.installed.hierarchy)."""
+        if self._installed_hierarchy is None:
+            self._installed_hierarchy = installed_hierarchy()
+        return self._installed_hierarchy
 
     def check_source_with_nodes(self, source: str, path: str, package: str = "") -> NodeReport:
         """`check_source` for `tcl fix`: the same findings (those of this file), each with its node."""

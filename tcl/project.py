@@ -107,7 +107,7 @@ def scan(paths: list[str]) -> ProjectScan:
     for name, parents in bases.items():
         for parent in parents:
             children.setdefault(parent, []).append(name)
-    return ProjectScan(resolve_modules(bases, installed_module_class), module_paths, resolve_optimizers(bases),
+    return ProjectScan(resolve_modules(bases, installed_module_class()), module_paths, resolve_optimizers(bases),
                        tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())),
                        tuple(sorted((k, tuple(v)) for k, v in methods.items() if k in _with_bases(children))))
 
@@ -160,17 +160,24 @@ def _descendants(bases: dict[str, list[str]], is_root) -> frozenset[str]:
 
 def resolve_modules(bases: dict[str, list[str]], external=None) -> frozenset[str]:
     """`external(name)`: whether a base the tree does not define is an nn.Module (an installed
-    package's class, `installed_module_class`); None: only torch's own classes count."""
-    return _descendants(bases, lambda p: p in MODULE_ROOTS or is_torch_module_base(p)
-                        or (external is not None and p not in bases and not p.startswith("torch.") and external(p)))
+    package's class, `installed_module_class()`); None: only torch's own classes count."""
+    answers: dict[str, bool] = {}
+
+    def is_root(name: str) -> bool:
+        if name not in answers:
+            answers[name] = name in MODULE_ROOTS or is_torch_module_base(name) or (
+                external is not None and name not in bases and not name.startswith("torch.") and external(name))
+        return answers[name]
+
+    return _descendants(bases, is_root)
 
 
-def installed_module_class(qualname: str) -> bool:
+def installed_module_class():
     """Whether an installed package's class is an nn.Module (`lightning.LightningModule`,
     `transformers.PreTrainedModel`), from its class headers (tcl.installed.hierarchy)."""
     from .installed import hierarchy
 
-    return hierarchy().is_module_class(qualname)
+    return hierarchy().is_module_class
 
 
 def resolve_optimizers(bases: dict[str, list[str]]) -> frozenset[str]:
