@@ -17,6 +17,7 @@ FileAnalysis inherits this class; it provides `index`, `analyzer`, `functions`, 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 import libcst as cst
 
@@ -72,14 +73,11 @@ class EntryPoints:
             function = self._lookup(target)
             if function is not None:
                 entries.append(function)
-        for target, scope, call, top in index.compile_sites:
-            function = self._compiled_object(target, scope)
-            if function is not None and function not in entries and not self._entry_of_other_file(function):
-                entries.append(function)
-                self.compile_anchors.setdefault(id(function), (index, call, top))
-        for target, scope, call, top in index.module_compile_sites:  # `model.compile()`
-            cls = self.instance_class(target, self._scope_function(scope), index)
-            function = self.call_method_of(cls) if cls is not None and cls.is_module else None
+        compiled = [(self._compiled_object(target, scope), call, top)
+                    for target, scope, call, top in index.compile_sites]
+        compiled += [(self._module_compiled(target, scope), call, top)
+                     for target, scope, call, top in index.module_compile_sites]
+        for function, call, top in compiled:
             if function is not None and function not in entries and not self._entry_of_other_file(function):
                 entries.append(function)
                 self.compile_anchors.setdefault(id(function), (index, call, top))
@@ -124,6 +122,11 @@ class EntryPoints:
             return self.call_method_of(cls) if cls is not None else None
         return None
 
+    def _module_compiled(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> FunctionInfo | None:
+        """`model.compile()`: what nn.Module.compile traces, where `model` is a known module."""
+        cls = self.instance_class(target, self._scope_function(scope), self.index)
+        return self.call_method_of(cls) if cls is not None and cls.is_module else None
+
     def _scope_function(self, scope: tuple[str, ...]) -> FunctionInfo | None:
         """The function (method, nested def) that the names `scope` lead to, if any."""
         current: FunctionInfo | None = None
@@ -158,7 +161,7 @@ class EntryPoints:
                                          and function.owner.is_module)):
             return False
         checked = self.analyzer.checked
-        path = os.path.realpath(function.index.path)
+        path = _real_path(function.index.path)
         own = checked is None or path in checked
         self.other_entries[path] = not own  # the cache asks whether that still holds
         return own
@@ -176,6 +179,12 @@ class EntryPoints:
             for node, wrapped in _returned_wrappers(decorator.node):
                 wrappers.append((self.analyzer.wrapper_info(decorator, node), wrapped))
         return wrappers
+
+
+@lru_cache(maxsize=4096)
+def _real_path(path: str) -> str:
+    """os.path.realpath, once per path: call resolution asks for each call into another file."""
+    return os.path.realpath(path)
 
 
 def _returned_wrappers(decorator: cst.FunctionDef, depth: int = 0) -> list[tuple[cst.FunctionDef, str]]:

@@ -107,7 +107,7 @@ def scan(paths: list[str]) -> ProjectScan:
     for name, parents in bases.items():
         for parent in parents:
             children.setdefault(parent, []).append(name)
-    return ProjectScan(resolve_modules(bases, installed_module_class()), module_paths, resolve_optimizers(bases),
+    return ProjectScan(resolve_modules(bases, installed_module_test()), module_paths, resolve_optimizers(bases),
                        tuple(sorted((k, tuple(sorted(v))) for k, v in children.items())),
                        tuple(sorted((k, tuple(v)) for k, v in methods.items() if k in _with_bases(children))))
 
@@ -160,7 +160,7 @@ def _descendants(bases: dict[str, list[str]], is_root) -> frozenset[str]:
 
 def resolve_modules(bases: dict[str, list[str]], external=None) -> frozenset[str]:
     """`external(name)`: whether a base the tree does not define is an nn.Module (an installed
-    package's class, `installed_module_class()`); None: only torch's own classes count."""
+    package's class, `installed_module_test()`); None: only torch's own classes count."""
     answers: dict[str, bool] = {}
 
     def is_root(name: str) -> bool:
@@ -172,9 +172,10 @@ def resolve_modules(bases: dict[str, list[str]], external=None) -> frozenset[str
     return _descendants(bases, is_root)
 
 
-def installed_module_class():
-    """Whether an installed package's class is an nn.Module (`lightning.LightningModule`,
-    `transformers.PreTrainedModel`), from its class headers (tcl.installed.hierarchy)."""
+def installed_module_test():
+    """The test `name -> bool`: whether an installed package's class is an nn.Module
+    (`lightning.LightningModule`, `transformers.PreTrainedModel`), from its class headers
+    (tcl.installed.hierarchy)."""
     from .installed import hierarchy
 
     return hierarchy().is_module_class

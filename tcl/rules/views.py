@@ -35,8 +35,21 @@ def _inplace_views(version) -> frozenset[str] | dict[str, str]:
     return torch_facts.measured(version, "inplace_view_methods") or FALLBACK_INPLACE_VIEWS
 
 
-def _assigned_self_attributes(function: cst.FunctionDef) -> set[str]:
-    """`attr` of every `self.attr = ...` / `self.attr += ...` in the function's own body."""
+_ASSIGNED: dict[int, tuple[cst.FunctionDef, frozenset[str]]] = {}  # function node id -> (node, attrs)
+
+
+def _assigned_self_attributes(function: cst.FunctionDef) -> frozenset[str]:
+    """`attr` of every `self.attr = ...` / `self.attr += ...` in the function's own body, read
+    once per function node (each in-place view call on `self.x` asks)."""
+    kept = _ASSIGNED.get(id(function))
+    if kept is None or kept[0] is not function:
+        if len(_ASSIGNED) > 4096:
+            _ASSIGNED.clear()
+        kept = _ASSIGNED[id(function)] = (function, frozenset(_self_targets(function)))
+    return kept[1]
+
+
+def _self_targets(function: cst.FunctionDef) -> set[str]:
     found: set[str] = set()
 
     def target(node: cst.BaseExpression) -> None:
