@@ -346,6 +346,25 @@ def test_follow_imports_reports_library_breaks_at_the_users_line(tmp_path, site_
     assert "in Sampler.sample at fakelib/models.py:16:16, reached from draw" in listed.context
 
 
+def test_fix_never_writes_installed_code_it_follows_into(tmp_path, site_packages, capsys):
+    """`tcl fix --apply --follow-imports train.py` reports the library's break at the user's
+    line and rewrites nothing in site-packages: installed code is read-only."""
+    (tmp_path / "proj" / ".git").mkdir(parents=True)
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib
+
+        print("start")
+        compiled = torch.compile(fakelib.Normalised())
+    """)
+    before = {path: path.read_text() for path in site_packages.rglob("*.py")}
+    assert main(["fix", "--apply", "--follow-imports", "--no-config", str(user)]) == 1
+    out = capsys.readouterr()
+    assert f"{user}:6:12: TCL201" in out.out, out  # the library's branch, at the compile call
+    assert "fakelib" not in out.err, out.err  # no diff, no write, no refusal: never a target
+    assert {path: path.read_text() for path in site_packages.rglob("*.py")} == before
+
+
 def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packages):
     user = write(tmp_path / "proj", "train.py", """
         import torch

@@ -173,3 +173,45 @@ def test_a_checked_compile_call_traces_the_model_it_compiles_from_another_file(p
     # Without a compile call nothing of model.py is reported from train.py.
     (project / "train.py").write_text(TRAIN.replace("torch.compile(Model())", "Model()"))
     assert run("-m", "tcl", "check", "--format", "flake8", "train.py", cwd=project).stdout == ""
+
+
+def test_fix_fixes_what_check_reports_on_the_same_paths(project):
+    """`tcl check model.py` (or helpers.py, or train.py) reports the print in helpers.py that
+    Model.forward reaches; `tcl fix` on the same path fixes it there, with the diff a whole-tree
+    `tcl fix .` gives, and says which named file reaches a file it was not given."""
+    (project / "train.py").write_text(TRAIN)
+    guard = "+    if not torch.compiler.is_compiling():\n+        print(\"normalising\", x.shape)\n"
+    tree = run("-m", "tcl", "fix", ".", cwd=project)
+    assert "# tcl fix helpers.py: 1 fix" in tree.stdout and guard in tree.stdout, tree.stderr
+    tree_diff = tree.stdout.split("--- helpers.py", 1)[1]
+    for path in ("helpers.py", "model.py", "train.py"):
+        fixed = run("-m", "tcl", "fix", path, cwd=project)
+        assert fixed.stdout.split("--- helpers.py", 1)[1] == tree_diff, (path, fixed.stdout, fixed.stderr)
+        reached = "" if path == "helpers.py" else f" (reached from {path})"
+        assert f"# tcl fix helpers.py{reached}: 1 fix" in fixed.stdout
+        assert "would fix 1 finding in 1 file (1 more with --unsafe-fixes)" in fixed.stderr
+    assert (project / "helpers.py").read_text() == B  # nothing written without --apply
+    applied = run("-m", "tcl", "fix", "--apply", "train.py", cwd=project)
+    assert applied.returncode == 1, applied.stderr
+    assert guard.replace("+", "") in (project / "helpers.py").read_text()
+    assert (project / "train.py").read_text() == TRAIN and (project / "model.py").read_text() == A
+    # What is left is what `tcl check train.py` still reports: the branch (an unsafe fix).
+    left = run("-m", "tcl", "check", "--format", "flake8", "--no-cache", "train.py", cwd=project).stdout.splitlines()
+    assert [line.split(": ")[1].split()[0] for line in left] == ["TCL201"]
+    assert [line.split(" ")[0] for line in applied.stdout.splitlines() if line.startswith("helpers.py:")] == \
+        [left[0].split(" ")[0]]
+    again = run("-m", "tcl", "fix", "--apply", "train.py", cwd=project)
+    assert (project / "helpers.py").read_text().count("is_compiling") == 1, again.stdout  # idempotent
+
+
+def test_fix_writes_a_reached_file_only_inside_its_project(project, tmp_path_factory):
+    """helpers.py is a link to a file outside the project: `tcl check model.py` reports its
+    findings, and `tcl fix --apply model.py` refuses to write through the link (as it refuses
+    a named file reached through a link out of the checked paths)."""
+    outside = tmp_path_factory.mktemp("elsewhere") / "helpers.py"
+    outside.write_text(B)
+    (project / "helpers.py").unlink()
+    (project / "helpers.py").symlink_to(outside)
+    applied = run("-m", "tcl", "fix", "--apply", "model.py", cwd=project)
+    assert outside.read_text() == B, applied.stdout
+    assert "helpers.py: not written" in applied.stderr and applied.returncode == 2, applied.stderr

@@ -94,17 +94,21 @@ def read_within(path: str, timeout: float | None):
         raise SourceError(f"reading timed out after {timeout:g} s (wall clock)") from None
 
 
-def note_reach(text: str, path: str, analyzer, package: str, timeout: float | None) -> None:
-    """Teach the analyzer which functions of other files `path`'s compiled code reaches. This is
-    `tcl check`'s analysis, bounded as check -j1 bounds it (the guards and the wall-clock alarm),
-    and it runs here so that the caches it warms (other files' parsed helpers, settled helper
-    results) are inherited by every fix's child; over the limit it teaches nothing."""
+def note_reach(text: str, path: str, analyzer, package: str, timeout: float | None) -> set[str]:
+    """Teach the analyzer which functions of other files `path`'s compiled code reaches, and
+    return the paths of the other files it has findings in. This is `tcl check`'s analysis,
+    bounded as check -j1 bounds it (the guards and the wall-clock alarm), and it runs here so
+    that the caches it warms (other files' parsed helpers, settled helper results) are inherited
+    by every fix's child; over the limit it teaches nothing."""
     try:
         with time_limit(timeout):
-            analyzer.note_reached(analyzer.check_source_with_nodes(text, path, package))
+            nodes = analyzer.check_source_with_nodes(text, path, package)
+            analyzer.note_reached(nodes)
+            return {finding.path for finding, _ in nodes.foreign}
     except AnalysisTimeout:
-        return
+        return set()
     except Exception as exc:  # reported when the file itself is fixed
         stop = interruption(exc)
         if stop is not None and not isinstance(stop, AnalysisTimeout):
             raise stop from None
+        return set()

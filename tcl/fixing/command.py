@@ -1,7 +1,11 @@
 """`tcl fix PATH... [--apply] [--diff] [--unsafe-fixes]`.
 
 Without --apply: print unified diffs (stdout; a clean patch, notes as `#` lines patch ignores)
-and write nothing. With --apply: rewrite files atomically, print the findings that remain;
+and write nothing. A run fixes what `tcl check` on the same paths reports: the named files, seen
+with the callers the rest of their project has (as check sees them), and the other files of the
+project that the named files' compiled code reaches (`tcl check model.py` reports the findings
+in the helpers.py its forward calls, so `tcl fix model.py` fixes them there; their diff header
+says which named file reaches them). Installed packages are never written. With --apply: rewrite files atomically, print the findings that remain;
 files tcl.safe_files refuses to rewrite (symlinks, hard links, read-only, another user's, out
 of the checked tree through a link) are one error line each unless --force-write.
 Fixes that are not applied (unsafe without --unsafe-fixes, suggestions) go to stderr with
@@ -12,6 +16,7 @@ left, 1 files changed (or would change) or findings remain, 2 errors.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TextIO
 
@@ -56,7 +61,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     from ..files import SourceError, package_of
     from ..findings import FileError
     from ..report import text_line
-    from ..runner import _per_file_ignores, collect_files
+    from ..project_root import project_root, reaching_files
+    from ..runner import _per_file_ignores, collect_files, project_files_of
     from .bounded import fix_file, read_within
     from .writer import ChangedOnDisk, Refused, write_atomic
 
@@ -64,9 +70,18 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     err = err or sys.stderr
     root = str(config.source.parent) if config.source else "."
     files, errors = collect_files(args.paths, config, root)
-    analyzer = _analyzer(config, files)
+    # The project around the named files, as `tcl check` reads it (tcl.runner._run): its other
+    # files give the cross-file facts, and those that may call into the named files are
+    # analysed for what they reach there.
+    scanned = project_files_of(files, config, root)
+    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
+    analyzer = _analyzer(config, scanned)
+    analyzer.checked = frozenset(os.path.realpath(path) for path in files)
     timeout, memory = getattr(args, "file_timeout", None) or None, getattr(args, "file_memory", None) or None
-    _note_cross_file_reach(analyzer, files, timeout)
+    reached_from = _note_cross_file_reach(analyzer, files, reaching, timeout) if len(scanned) > 1 else {}
+    named = {os.path.realpath(path) for path in files}
+    extra = [path for path in scanned[len(files):]
+             if os.path.realpath(path) in reached_from and os.path.realpath(path) not in named]
     show_diff = args.diff or not args.apply
     roots = _checked_roots(args.paths)
     if args.apply:
@@ -76,7 +91,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     remaining = []
     verifying = getattr(args, "verify", False)
     session = _session() if verifying else None
-    for path in files:
+    for path in files + extra:
+        reached_by = reached_from.get(os.path.realpath(path)) if path in extra else None
         try:
             source = read_within(path, timeout)
         except SourceError as exc:
@@ -98,11 +114,14 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
         remaining.extend(result.remaining)
         if result.changed:
             if show_diff:
-                out.write(_header(path, result.applied))
+                out.write(_header(path, result.applied, reached_by))
                 out.write(result.diff)
             if args.apply:
+                # A reached file is written only inside its own project (a link out of it is
+                # refused as one out of the checked paths is).
+                allowed = roots if reached_by is None else [os.path.realpath(project_root(path) or os.path.dirname(path))]
                 try:
-                    write_atomic(path, source.encode(result.fixed), source.digest, roots=roots, force=force)
+                    write_atomic(path, source.encode(result.fixed), source.digest, roots=allowed, force=force)
                 except Refused as refusal:
                     errors.append(FileError(path, 0, f"not written: {refusal}; --force-write writes it anyway"))
                     continue
@@ -242,21 +261,29 @@ def _sweep_stale_temps(files: list[str], roots: list[str], err: TextIO) -> None:
             err.write(f"tcl fix: removed {removed}, a temporary file an interrupted run left behind\n")
 
 
-def _note_cross_file_reach(analyzer, files, timeout) -> None:
+def _note_cross_file_reach(analyzer, files: list[str], reaching: list[str], timeout) -> dict[str, list[str]]:
     """A helper in one file that another file's compiled code calls is a finding of that other
     file's analysis; fixing the helper's file needs those callers' view (a first pass, under
-    the wall-clock limit)."""
+    the wall-clock limit), from the named files and from the project files that may call into
+    them. Returns, for each other file the named files' compiled code has findings in, the
+    named files that reach it (real paths)."""
     from ..files import SourceError, package_of
     from .bounded import note_reach, read_within
 
-    if len(files) < 2 or not hasattr(analyzer, "note_reached"):
-        return
-    for path in files:
+    reached_from: dict[str, list[str]] = {}
+    if not hasattr(analyzer, "note_reached"):
+        return reached_from
+    named = len(files)
+    for number, path in enumerate(files + reaching):
         try:
             text = read_within(path, timeout).text
         except SourceError:
             continue  # reported by the fixing pass
-        note_reach(text, path, analyzer, package_of(path), timeout)
+        foreign = note_reach(text, path, analyzer, package_of(path), timeout)
+        if number < named:
+            for other in foreign:
+                reached_from.setdefault(os.path.realpath(other), []).append(path)
+    return reached_from
 
 
 def _analyzer(config, files):
@@ -270,7 +297,8 @@ def _analyzer(config, files):
     return Analyzer(config, project)
 
 
-def _header(path: str, applied: list[str]) -> str:
-    lines = [f"# tcl fix {path}: {len(applied)} fix{'es' * (len(applied) != 1)}"]
+def _header(path: str, applied: list[str], reached_by: list[str] | None = None) -> str:
+    reached = f" (reached from {', '.join(reached_by)})" if reached_by else ""
+    lines = [f"# tcl fix {path}{reached}: {len(applied)} fix{'es' * (len(applied) != 1)}"]
     lines.extend(f"#   {description}" for description in applied)
     return "\n".join(lines) + "\n"
