@@ -23,8 +23,12 @@ import libcst as cst
 
 from . import entries as entries_module
 from .dataflow import Kind
+from .instances import container_elements
 from .module_index import FunctionInfo
 from .params import entry_param_kinds
+
+
+SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
 
 
 class EntryPoints:
@@ -77,6 +81,10 @@ class EntryPoints:
                     for target, scope, call, top in index.compile_sites]
         compiled += [(self._module_compiled(target, scope), call, top)
                      for target, scope, call, top in index.module_compile_sites]
+        # `torch.compile(nn.Sequential(Encoder(), Head()))`: the container runs each element
+        compiled += [(element, call, top)
+                     for target, scope, call, top in index.compile_sites + index.module_compile_sites
+                     for element in self._sequential_elements(target, scope)]
         for function, call, top in compiled:
             if function is not None and function not in entries and not self._entry_of_other_file(function):
                 entries.append(function)
@@ -126,6 +134,26 @@ class EntryPoints:
         """`model.compile()`: what nn.Module.compile traces, where `model` is a known module."""
         cls = self.instance_class(target, self._scope_function(scope), self.index)
         return self.call_method_of(cls) if cls is not None and cls.is_module else None
+
+    def _sequential_elements(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> list[FunctionInfo]:
+        """The forwards of the elements of an `nn.Sequential(...)` that a compile call compiles,
+        directly or through a name bound to it: Sequential.forward calls each in turn."""
+        function = self._scope_function(scope)
+        value, where, index = target, function, self.index
+        if isinstance(target, cst.Name):
+            bound = self._binding(target.value, function, index)
+            if bound is None or not isinstance(bound[0], cst.Call):
+                return []
+            value, where, index = bound
+        if not (isinstance(value, cst.Call) and index.qualify(value.func) in SEQUENTIAL):
+            return []
+        out = []
+        for element in container_elements(value, index):
+            cls = self.instance_class(element, where, index, 1)
+            forward = self.call_method_of(cls) if cls is not None and cls.is_module else None
+            if forward is not None and forward not in out:
+                out.append(forward)
+        return out
 
     def _scope_function(self, scope: tuple[str, ...]) -> FunctionInfo | None:
         """The function (method, nested def) that the names `scope` lead to, if any."""

@@ -100,7 +100,8 @@ class InstanceResolver:
             value, where, scope_index = bound
             if isinstance(value, ClassInfo):
                 return value
-            return self.instance_class(value, where, scope_index, depth + 1)
+            found = self.instance_class(value, where, scope_index, depth + 1)
+            return found if found is not None else self._declared_class(expr.value, where, scope_index)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             owner = function.owner if function is not None else None
             receiver = function.receiver if function is not None else None
@@ -139,10 +140,10 @@ class InstanceResolver:
             value = _class_attribute(receiver, expr.attr.value) or _class_attribute(owner, expr.attr.value)
             index = (receiver or owner).index if value is not None else index
             holder = receiver if _class_attribute(receiver, expr.attr.value) is not None else owner
-            if value is not None and not _container_elements(value, index) and holder is not None:
+            if value is not None and not container_elements(value, index) and holder is not None:
                 init = self.method_of(holder, "__init__")
                 # `self.layers = nn.ModuleList(model)` after `model = [...]; model += [...]`
-                appended = (_container_elements(value, index, init.node) if init is not None else []) or _appended(
+                appended = (container_elements(value, index, init.node) if init is not None else []) or _appended(
                     holder, expr.attr.value)
                 chosen = _pick(appended, position)
                 return self.instance_class(chosen, init, index, depth + 1) if chosen is not None else None
@@ -150,7 +151,7 @@ class InstanceResolver:
         elif isinstance(expr, cst.Name):
             bound = _function_binding(function.node, expr.value) if function is not None else None
             value = bound[1] if bound is not None and bound[0] == "value" else _module_binding(index, expr.value)
-        elements = _container_elements(value, index)
+        elements = container_elements(value, index)
         if not elements and isinstance(expr, cst.Attribute) and value is not None:
             # `self.block = nn.ModuleList()` then `self.block.append(Block(...))` in a loop
             owner = (function.receiver or function.owner) if function is not None else None
@@ -173,14 +174,14 @@ class InstanceResolver:
                 return []
             init = self.method_of(holder, "__init__")
             scope = self.bind(init, owner) if init is not None else None
-            elements = (_container_elements(value, holder.index, init.node if init is not None else None)
+            elements = (container_elements(value, holder.index, init.node if init is not None else None)
                         or _appended(holder, expr.attr.value))
             index = holder.index
         elif isinstance(expr, cst.Name) and function is not None:
             bound = _function_binding(function.node, expr.value)
             if bound is None or bound[0] != "value":
                 return []
-            elements, scope = _container_elements(bound[1], index, function.node), function
+            elements, scope = container_elements(bound[1], index, function.node), function
         else:
             return []
         out: list[ClassInfo] = []
@@ -243,7 +244,7 @@ class InstanceResolver:
         if not (isinstance(value, cst.Call) and (index.qualify(value.func) or "").endswith(".Sequential")):
             return []
         out = []
-        for element in _container_elements(value, (owner or function.owner).index):
+        for element in container_elements(value, (owner or function.owner).index):
             cls = self.instance_class(element, None, (owner or function.owner).index, 1)
             if cls is not None and cls not in out:
                 out.append(cls)
@@ -411,6 +412,13 @@ class InstanceResolver:
             scope = scope.enclosing
         value = _module_binding(index, name)
         return (value, None, index) if value is not None else None
+
+    def _declared_class(self, name: str, where: FunctionInfo | None, index: ModuleIndex) -> ClassInfo | None:
+        """`model: Net = torch.load(path)`: the class the annotation of the assignment that
+        binds `name` names, for a value (a loader, a factory) whose class is unknown."""
+        annotations = _annotations(where.node) if where is not None else _module_annotations(index)
+        annotation = annotations.get(name)
+        return self._class_of_name(annotation, index) if annotation is not None else None
 
 
     def _argument_binding(self, function: FunctionInfo, name: str, depth: int):
@@ -652,7 +660,7 @@ def _self_writes(owner: ClassInfo) -> tuple[dict, dict]:
                         and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name)
                         and func.value.value.value == "self" and stmt.value.args):
                     value = stmt.value.args[-1].value
-                    items = _container_elements(value, owner.index) if func.attr.value == "extend" else [value]
+                    items = container_elements(value, owner.index) if func.attr.value == "extend" else [value]
                     appended.setdefault(func.value.attr.value, []).extend(items)
     if len(_WRITES) > 20_000:
         _WRITES.clear()
@@ -688,7 +696,7 @@ def _appended(owner: ClassInfo, attr: str) -> list[cst.BaseExpression]:
     return _self_writes(owner)[1].get(attr, [])
 
 
-def _container_elements(value, index: ModuleIndex, scope: cst.FunctionDef | None = None) -> list[cst.BaseExpression]:
+def container_elements(value, index: ModuleIndex, scope: cst.FunctionDef | None = None) -> list[cst.BaseExpression]:
     """The element expressions of a container-building expression, or []. With the def it
     is evaluated in, `nn.ModuleList(model)` also reads the list `model` is built up to there
     (`model = [A(...)]`, `model += [B(...)]`, `model.append(C(...))`)."""
@@ -730,18 +738,18 @@ def _built_list(scope: cst.FunctionDef, name: cst.BaseExpression, index: ModuleI
 
         def visit_Assign(self, node: cst.Assign) -> None:
             if any(isinstance(t.target, cst.Name) and t.target.value == target for t in node.targets):
-                found.extend(_container_elements(node.value, index))
+                found.extend(container_elements(node.value, index))
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
             if isinstance(node.target, cst.Name) and node.target.value == target and isinstance(node.operator, cst.AddAssign):
-                found.extend(_container_elements(node.value, index))
+                found.extend(container_elements(node.value, index))
 
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
             if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == target
                     and func.attr.value in ("append", "extend") and len(node.args) == 1):
                 value = node.args[0].value
-                found.extend(_container_elements(value, index) if func.attr.value == "extend" else [value])
+                found.extend(container_elements(value, index) if func.attr.value == "extend" else [value])
 
     scope.visit(Builds())
     memo[key] = found[:MAX_BUILT_ELEMENTS]
@@ -902,6 +910,35 @@ def _module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
                     bindings.setdefault(small.target.value, small.value)
         index.file_facts["_instances.bindings"] = bindings
     return bindings.get(name)
+
+
+def _annotations(node: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+    """name -> annotation of the first annotated assignment of each name in a def's body."""
+    kept = _ANNOTATIONS.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    found = {stmt.target.value: stmt.annotation.annotation for stmt in _statements(node.body)
+             if isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name) and stmt.value is not None}
+    if len(_ANNOTATIONS) > 50_000:
+        _ANNOTATIONS.clear()
+    _ANNOTATIONS[id(node)] = (node, found)
+    return found
+
+
+_ANNOTATIONS: dict[int, tuple] = {}
+
+
+def _module_annotations(index: ModuleIndex) -> dict[str, cst.BaseExpression]:
+    found = index.file_facts.get("_instances.annotations")
+    if found is None:
+        module = index.module
+        found = {}
+        for stmt in _top_level(module.body if module is not None else ()):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                    found.setdefault(small.target.value, small.annotation.annotation)
+        index.file_facts["_instances.annotations"] = found
+    return found
 
 
 def _top_level(body, depth: int = 0):

@@ -1099,13 +1099,23 @@ MODULE_COMPILE_LIB = """
     ("def step(model, x):\n    return model(x).sum()\n\nfast = torch.compile(step)\n", False),
     # a wrapper whose forward runs the module it wraps
     ("model = torch.nn.DataParallel(Net())\nfast = torch.compile(model)\n", True),
+    # a container whose forward runs each element in turn
+    ("model = torch.nn.Sequential(torch.nn.Identity(), Net())\nfast = torch.compile(model)\n", True),
+    ("def main():\n    net = torch.nn.Sequential(Net(), torch.nn.ReLU())\n    net.compile()\n", True),
+    ("fast = torch.compile(torch.nn.Sequential(Net()))\n", True),
+    ("model = torch.nn.Sequential(torch.nn.Identity())\nfast = torch.compile(model)\nunused = Net()\n", False),
+    # a model whose class only its annotation says (a loader, a factory tcl cannot read)
+    ("model: Net = torch.load('net.pt', weights_only=False)\nfast = torch.compile(model)\n", True),
+    ("def main():\n    model: Net = load_checkpoint()\n    return torch.compile(model)\n", True),
+    ("model: torch.nn.Module = torch.load('net.pt', weights_only=False)\nfast = torch.compile(model)\n", False),
 ])
 def test_what_a_script_compiles_is_traced_into_its_project(tmp_path, user_code, reached):
     """`tcl check train.py`: the model it compiles lives in lib.py, a project file this run does
     not check, and is traced from the script's compile: `model.compile()` (nn.Module.compile,
     torch.compile of the module's call), a compiled step calling a module-level model,
-    `torch.compile(self.model)`. `re.compile(...)` and a receiver of unknown class compile
-    nothing tcl can know."""
+    `torch.compile(self.model)`, an nn.Sequential holding the model, a model the annotation of its
+    assignment names. `re.compile(...)` and a receiver of unknown class compile nothing tcl can
+    know."""
     (tmp_path / "pyproject.toml").write_text("")
     write(tmp_path, "lib.py", MODULE_COMPILE_LIB)
     user = tmp_path / "user.py"
@@ -1132,6 +1142,11 @@ def test_module_compile_traces_forward_on_the_compiler():
     wrapped = torch.compile(torch.nn.DataParallel(namespace["Net"]()), backend="eager")
     wrapped(torch.randn(2, 4))
     assert sum(counters["graph_break"].values()) >= 1  # DataParallel's forward runs Net's
+    torch._dynamo.reset()
+    counters.clear()
+    chained = torch.compile(torch.nn.Sequential(torch.nn.Identity(), namespace["Net"]()), backend="eager")
+    chained(torch.randn(2, 4))
+    assert sum(counters["graph_break"].values()) >= 1  # Sequential's forward runs each element's
     torch._dynamo.reset()
 
 
