@@ -79,12 +79,13 @@ class Analyzer:
         self.scan = project or ProjectScan()
         self.known_modules = self.scan.known_modules  # nn.Module subclasses across the tree
         self.installed = None
+        self.version = self.config.target_version()
         if self.config.follow_imports:
             from .installed import InstalledPackages
+            from .rules.side_effects import skipped_modules
 
-            self.installed = InstalledPackages()
+            self.installed = InstalledPackages(skipped=skipped_modules(self.version))
         self.project = Project(self.scan, self._load_foreign, self.installed)
-        self.version = self.config.target_version()
         self.rules = selected_rules(self.config, self.version)
         self.hooks: dict[str, list] = defaultdict(list)
         self.plans: dict = {}  # node type -> walk plan, shared by every function walked

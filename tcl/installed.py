@@ -7,7 +7,8 @@ looked up as a file in the environment's site-packages directories (`a/b.py` or
 Which classes of those files are nn.Modules comes from their class headers, read with `ast` on
 demand and followed through the packages' own imports and re-exports (`zuko.flows.NSF` ->
 `zuko.flows.spline.NSF` -> `MAF` -> `Flow` -> `LazyDistribution` -> `nn.Module`). torch and the
-numeric libraries Dynamo handles itself are never followed. A package's version (from its
+numeric libraries Dynamo handles itself are never followed, nor are the packages Dynamo skips
+whole on the targeted release (its THIRDPARTY_SKIPLIST, generated into tcl/torch_facts). A package's version (from its
 installed metadata) names its results in the cache, so a second run pays nothing for them.
 
 The class hierarchies are read with or without --follow-imports (`hierarchy()`): a user's
@@ -92,8 +93,11 @@ def environment_fingerprint() -> str:
 class InstalledPackages:
     """Module files and class hierarchies of the installed packages."""
 
-    def __init__(self, directories: list[str] | None = None) -> None:
+    def __init__(self, directories: list[str] | None = None, skipped: frozenset[str] = frozenset()) -> None:
         self.directories = site_directories() if directories is None else [os.path.realpath(d) for d in directories]
+        # The packages the targeted release's Dynamo skips whole (THIRDPARTY_SKIPLIST: tqdm,
+        # pandas, ...): it never traces their code, and a call into one is itself the break.
+        self.skipped = skipped
         self._files: dict[str, str | None] = {}
         self._headers: dict[str, tuple[dict, dict] | None] = {}
         self._is_module: dict[str, bool] = {}
@@ -107,7 +111,7 @@ class InstalledPackages:
             return self._files[module]
         found = None
         parts = module.split(".")
-        if parts[0] not in NOT_FOLLOWED and all(p.isidentifier() for p in parts):
+        if parts[0] not in NOT_FOLLOWED and parts[0] not in self.skipped and all(p.isidentifier() for p in parts):
             for directory in self.directories:
                 base = os.path.join(directory, *parts)
                 for candidate in (base + ".py", os.path.join(base, "__init__.py")):

@@ -365,6 +365,46 @@ def test_fix_never_writes_installed_code_it_follows_into(tmp_path, site_packages
     assert {path: path.read_text() for path in site_packages.rglob("*.py")} == before
 
 
+def test_follow_imports_stops_at_the_packages_dynamo_skips(tmp_path, site_packages):
+    """tqdm is on Dynamo's THIRDPARTY_SKIPLIST (generated per release into tcl/torch_facts): Dynamo
+    never traces its code, and a call into it is itself the break (TCL106). So tcl reports the
+    call and does not follow it into tqdm's source, whose counters and locks the compiler never
+    sees."""
+    write(site_packages, "tqdm/__init__.py", "from .std import tqdm\n")
+    write(site_packages, "tqdm/std.py", """
+        class tqdm:
+            def __init__(self, total=None):
+                self.n = 0
+
+            def update(self, n=1):
+                self.n += n
+                print("progress", self.n)
+    """)
+    write(site_packages, "steplib/__init__.py", """
+        import tqdm
+
+
+        def step(x, bar):
+            bar.update(1)
+            return x * 2
+
+
+        def run(x):
+            bar = tqdm.tqdm(total=3)
+            return step(x, bar)
+    """)
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import steplib
+
+        fast = torch.compile(steplib.run)
+    """)
+    findings, errors = check([user], follow_imports=True)
+    assert not errors
+    assert ("TCL106", "steplib/__init__.py:11:11") in [(f.code, f.library) for f in findings]
+    assert not [f for f in findings if f.library.startswith("tqdm/")], findings  # never followed
+
+
 def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packages):
     user = write(tmp_path / "proj", "train.py", """
         import torch
