@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterable
 
 from . import __version__
 from .engine import FileReport
-from .findings import FileError, Finding
+from .findings import FileError, Finding, Note
 from .installed import environment_fingerprint
 from .safe_files import (
     CACHE_TEMP, CACHEDIR_TAG_TEXT, Refused, is_tcl_cache_dir, link_in_chain, make_real_dirs,
@@ -207,6 +207,7 @@ def report_to_json(report: FileReport) -> dict:
         "dependencies": list(getattr(report, "dependencies", []) or []),
         "compiled": list(getattr(report, "compiled", []) or []),
         "other_entries": dict(getattr(report, "other_entries", {}) or {}),
+        "notes": [_to_fields(n) for n in getattr(report, "notes", ())],
     }
 
 
@@ -219,6 +220,7 @@ def report_from_json(path: str, data: dict) -> FileReport:
         report.dependencies = list(data["dependencies"])
     report.compiled = [list(item) for item in data.get("compiled", [])]
     report.other_entries = {str(path): bool(traced) for path, traced in data.get("other_entries", {}).items()}
+    report.notes = [_from_fields(Note, n) for n in data.get("notes", [])]
     return report
 
 

@@ -189,19 +189,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     result = run(args.paths, config, jobs=args.jobs, root=root, cache=cache, file_timeout=args.file_timeout or None)
     findings = sorted(result.findings, key=lambda f: f.sort_key())
     errors = result.all_errors
+    notes = result.notes
     target = torch_version.format_version(config.target_version())
     if args.format in ("json", "sarif"):
         if args.format == "json":
-            write_json(findings, errors, sys.stdout, target, config.mode, config.assume)
+            write_json(findings, errors, sys.stdout, target, config.mode, config.assume, notes)
         else:
-            write_sarif(findings, errors, sys.stdout, target, config.mode)
+            write_sarif(findings, errors, sys.stdout, target, config.mode, notes=notes)
         for error in errors:
             sys.stderr.write(f"{error}\n")
     elif args.format == "github":
-        write_github(findings, errors, sys.stdout)
+        write_github(findings, errors, sys.stdout, notes)
     else:
         write_text(findings, errors, sys.stdout, sys.stderr, args.statistics, style=args.format,
-                   quiet=args.quiet, checked=len(result.reports))
+                   quiet=args.quiet, checked=len(result.reports), notes=notes)
     if errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN

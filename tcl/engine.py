@@ -14,7 +14,7 @@ import libcst as cst
 
 from .config import Config
 from .dataflow import Kind, is_tensor, join
-from .findings import ERROR, WARNING, FileError, Finding
+from .findings import ERROR, WARNING, FileError, Finding, Note
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
 from .api_entries import API_MARK, PUBLIC_API, api_entries, draws, is_api_reach
@@ -55,6 +55,7 @@ class FileReport:
     # [real path, qualname] of the functions this file's compiled entries reach (not its public
     # API ones): another file's analysis of them as public API defers to that (RunResult.findings).
     compiled: list[list[str]] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # not findings: they do not fail the run
 
 
 @dataclass
@@ -142,6 +143,7 @@ class Analyzer:
             report.dependencies = sorted({i.path for i in analysis.foreign_indexes()})
             report.compiled = analysis.compiled_functions()
             report.other_entries = dict(analysis.other_entries)
+            report.notes = self._unfollowed_notes(analysis, index)
             if self.installed_errors:
                 report.errors.extend(self.installed_errors)
                 self.installed_errors = []
@@ -172,6 +174,23 @@ class Analyzer:
         if extra:
             mark_module_classes(index, extra)
         return index
+
+    def _unfollowed_notes(self, analysis: "FileAnalysis", index: ModuleIndex) -> list[Note]:
+        """One note per compile call whose target is installed code, which tcl reads only with
+        --follow-imports: without it, "No findings" would say nothing about what is compiled."""
+        if not analysis.unfollowed_compiles:
+            return []
+        ranges = statement_ranges(index.module, {id(top) for _, top, _ in analysis.unfollowed_compiles})
+        notes = []
+        for call, _, origin in analysis.unfollowed_compiles:
+            where = ranges.get(call)
+            if where is None:
+                continue
+            package = origin.split(".")[0]
+            notes.append(Note(index.path, where.start.line, where.start.column + 1,
+                              f"this compiles code of the installed package {package} ({origin}), which "
+                              "tcl reads only with --follow-imports: its graph breaks are not checked"))
+        return sorted(set(notes), key=lambda n: (n.line, n.col))
 
     def _hierarchy(self):
         """Installed packages, for their class hierarchies only (tcl.installed.hierarchy)."""
@@ -642,6 +661,8 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.call_nodes: dict[tuple[int, int], cst.CSTNode] = {}  # (callee, caller) -> a call node
         self.init_instance_memos()
         self.compile_anchors: dict[int, tuple] = {}  # entry -> (index, torch.compile call, statement)
+        # Compile calls of installed code that this run does not read: (call, statement, origin)
+        self.unfollowed_compiles: list[tuple] = []
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())

@@ -29,6 +29,19 @@ from .params import entry_param_kinds
 
 
 SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+MAX_ORIGIN_STEPS = 8
+
+
+def installed_package_of(qualname: str, analyzer) -> str | None:
+    """The installed package `qualname` lives in, when tcl would follow it with --follow-imports
+    and it is not one of the project's own modules: not torch, numpy, the packages Dynamo skips."""
+    from .installed import hierarchy
+    from .rules.side_effects import skipped_modules
+
+    top = qualname.split(".")[0]
+    if not top or top in skipped_modules(analyzer.version) or analyzer.project.paths.get(top) is not None:
+        return None
+    return top if hierarchy().find(top) is not None else None
 
 
 class EntryPoints:
@@ -89,6 +102,13 @@ class EntryPoints:
             if function is not None and function not in entries and not self._entry_of_other_file(function):
                 entries.append(function)
                 self.compile_anchors.setdefault(id(function), (index, call, top))
+        if self.analyzer.installed is None:  # installed code is not read: say so where it is compiled
+            resolved = {id(call) for function, call, _ in compiled if function is not None}
+            for target, scope, call, top in index.compile_sites + index.module_compile_sites:
+                if id(call) not in resolved:
+                    origin = self._installed_origin(target, scope)
+                    if origin is not None:
+                        self.unfollowed_compiles.append((call, top, origin))
         for spec in declared:
             found = entries_module.functions_named(self, index, spec.qualname)
             if isinstance(found, list):
@@ -154,6 +174,35 @@ class EntryPoints:
             if forward is not None and forward not in out:
                 out.append(forward)
         return out
+
+    def _installed_origin(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> str | None:
+        """The dotted name in an installed package that a compiled object comes from, through
+        the bindings of the compile call's scope: `torch.compile(lm.generate)` after `lm =
+        GPT2LMHeadModel.from_pretrained(...)` -> transformers.GPT2LMHeadModel.from_pretrained;
+        None for the project's own code, torch, and what cannot be told."""
+        function, index, expr = self._scope_function(scope), self.index, target
+        for _ in range(MAX_ORIGIN_STEPS):
+            if isinstance(expr, cst.Call):
+                expr = expr.func
+            if isinstance(expr, (cst.Name, cst.Attribute)):
+                head = expr
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                if not isinstance(head, cst.Name):
+                    return None
+                if head.value in index.imports.aliases:
+                    qualname = index.qualify(expr) or ""
+                    return qualname if installed_package_of(qualname, self.analyzer) else None
+                if head is not expr:  # `lm.generate`: where `lm` comes from
+                    expr = head
+                    continue
+                bound = self._binding(head.value, function, index)
+                if bound is None or not isinstance(bound[0], cst.BaseExpression):
+                    return None
+                expr, function, index = bound
+                continue
+            return None
+        return None
 
     def _scope_function(self, scope: tuple[str, ...]) -> FunctionInfo | None:
         """The function (method, nested def) that the names `scope` lead to, if any."""

@@ -70,6 +70,23 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something the user should know about a file that is not a finding and does not fail the
+    run: a compile call into an installed package that this run does not read."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: note: {self.message}"
+
+
+@dataclass(frozen=True)
 class FileError:
     """A file tcl could not analyse; reported as one line, the run goes on."""
 

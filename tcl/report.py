@@ -73,7 +73,7 @@ def _count(n: int, noun: str) -> str:
 
 def write_text(findings: list[Finding], errors: list[FileError], out: TextIO, err: TextIO,
                statistics: bool = False, *, style: str = "text", quiet: int = 0,
-               checked: int | None = None) -> None:
+               checked: int | None = None, notes: list | None = None) -> None:
     """Findings on stdout, one-line errors on stderr, then the statistics and a summary line.
     `style`: "text" (text_block), "concise" (concise_line) or "flake8" (text_line, no summary:
     byte for byte what flake8 prints). `quiet` as in flake8: 1 prints each file with findings
@@ -89,6 +89,9 @@ def write_text(findings: list[Finding], errors: list[FileError], out: TextIO, er
             out.write(show(finding) + "\n")
     for error in errors:
         err.write(f"{error}\n")
+    if not quiet:
+        for note in notes or ():  # on stderr with the errors: stdout stays one finding a line
+            err.write(f"{note}\n")
     if statistics and findings and quiet < 2:
         out.write(statistics_text(findings))
     if checked is not None and not quiet and style != "flake8":
@@ -108,12 +111,13 @@ def statistics_text(findings: list[Finding]) -> str:
 
 
 def write_json(findings: list[Finding], errors: list[FileError], out: TextIO, target: str, mode: str,
-               assume: dict | None = None) -> None:
+               assume: dict | None = None, notes: list | None = None) -> None:
     payload = {
         "tool": {"name": "tcl", "version": __version__, "torch_version": target, "mode": mode,
                  "assume": dict(assume or {})},
         "findings": [f.to_json() for f in findings],
         "errors": [e.to_json() for e in errors],
+        "notes": [n.to_json() for n in notes or ()],
     }
     json.dump(payload, out, indent=2)
     out.write("\n")
@@ -142,12 +146,13 @@ def gb_url(gb_id: str) -> str:
 
 
 def write_sarif(findings: list[Finding], errors: list[FileError], out: TextIO, target: str, mode: str,
-                root: str | None = None) -> None:
-    json.dump(sarif_log(findings, errors, target, mode, root), out, indent=2)
+                root: str | None = None, notes: list | None = None) -> None:
+    json.dump(sarif_log(findings, errors, target, mode, root, notes), out, indent=2)
     out.write("\n")
 
 
-def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mode: str, root: str | None = None) -> dict:
+def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mode: str, root: str | None = None,
+              notes: list | None = None) -> dict:
     """One run; artifact URIs relative to `root` (default: the working directory) as %SRCROOT%."""
     import os
     from pathlib import Path
@@ -207,6 +212,11 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
             physical["region"] = {"startLine": error.line}
         notifications.append({"level": "error", "message": {"text": error.message},
                               "locations": [{"physicalLocation": physical}]})
+    for note in notes or ():
+        uri, base = _artifact_uri(note.path, root)
+        notifications.append({"level": "note", "message": {"text": note.message}, "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})},
+            "region": {"startLine": note.line, "startColumn": note.col}}}]})
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -325,7 +335,7 @@ class _Fingerprints:
 
 # -- GitHub Actions workflow commands: annotations on the pull request diff -------------------
 
-def write_github(findings: list[Finding], errors: list[FileError], out: TextIO) -> None:
+def write_github(findings: list[Finding], errors: list[FileError], out: TextIO, notes: list | None = None) -> None:
     for finding in findings:
         level = "error" if finding.severity == "error" else "warning"
         properties = ",".join([
@@ -336,6 +346,9 @@ def write_github(findings: list[Finding], errors: list[FileError], out: TextIO) 
     for error in errors:
         properties = f"file={_gh_property(error.path)}" + (f",line={error.line}" if error.line else "") + ",title=tcl"
         out.write(f"::error {properties}::{_gh_data(error.message)}\n")
+    for note in notes or ():
+        properties = f"file={_gh_property(note.path)},line={note.line},col={note.col},title=tcl"
+        out.write(f"::notice {properties}::{_gh_data(note.message)}\n")
 
 
 def _gh_data(text: str) -> str:

@@ -58,6 +58,10 @@ class RunResult:
     def all_errors(self):
         return self.errors + [e for report in self.reports for e in report.errors]
 
+    @property
+    def notes(self):
+        return [n for report in self.reports for n in getattr(report, "notes", ())]
+
 
 def _in_library_file(finding) -> bool:
     """Whether the finding is reported in the installed file it names (`library`), not at a

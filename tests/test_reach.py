@@ -405,6 +405,48 @@ def test_follow_imports_stops_at_the_packages_dynamo_skips(tmp_path, site_packag
     assert not [f for f in findings if f.library.startswith("tqdm/")], findings  # never followed
 
 
+def test_a_compile_of_installed_code_says_it_is_not_read_without_follow_imports(tmp_path, site_packages,
+                                                                                 capsys):
+    """Without --follow-imports, `tcl check train.py` reads none of what train.py compiles from
+    an installed package; instead of a bare "No findings" it notes each such compile call (not a
+    finding: the exit status stays 0), in text, JSON and SARIF, and through the cache."""
+    user = write(tmp_path / "proj", "train.py", """
+        import re
+        import torch
+        import fakelib
+        from fakelib import Sampler
+
+        model = fakelib.Model()
+        fast = torch.compile(model)
+        sampler = Sampler()
+        draw = torch.compile(sampler.sample)
+        pattern = re.compile("x")
+
+
+        def own(x):
+            return x
+
+
+        mine = torch.compile(own)
+    """)
+    result = run([str(user)], Config(torch_version="2.13"), jobs=1)
+    assert [(n.line, n.col) for n in result.notes] == [(8, 8), (10, 8)]
+    assert "installed package fakelib (fakelib.Model)" in result.notes[0].message
+    assert "--follow-imports" in result.notes[0].message
+    assert not run([str(user)], Config(torch_version="2.13", follow_imports=True), jobs=1).notes
+    cache = tmp_path / "cache"
+    for _ in range(2):  # cold, then from the cache
+        code = main(["check", "--no-config", "--cache-dir", str(cache), "--format", "json", str(user)])
+        out = capsys.readouterr()
+        assert code == 0 and [n["line"] for n in json.loads(out.out)["notes"]] == [8, 10], out
+    assert main(["check", "--no-config", "--no-cache", str(user)]) == 0
+    err = capsys.readouterr().err
+    assert f"{user}:8:8: note: this compiles code of the installed package fakelib" in err
+    assert main(["check", "--no-config", "--no-cache", "--format", "sarif", str(user)]) == 0
+    sarif = json.loads(capsys.readouterr().out)
+    assert [n["level"] for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]] == ["note", "note"]
+
+
 def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packages):
     user = write(tmp_path / "proj", "train.py", """
         import torch
