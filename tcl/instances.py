@@ -558,6 +558,15 @@ class InstanceResolver:
             out = self.table_classes(value, scope.index)
             if out:  # `solver = SOLVERS[method](...)`; `solver.integrate(t)` runs any one's
                 return out
+            # `stop = Deferred(...)` in one branch, `stop = StopCheck(...)` in the other
+            # (transformers' decoding loop): `stop(...)` runs whichever the program picked.
+            for alternative in _rebound_values(scope.node, expr.value):
+                cls = self.instance_class(alternative, scope, scope.index, 2)
+                if cls is not None and cls not in out:
+                    out.append(cls)
+            if len(out) > 1:
+                return out
+            out = []
         if kind == "param":
             for argument, caller, where in self.arguments_of(scope, expr.value)[:16]:
                 cls = self.instance_class(argument, caller, where, 2)
@@ -811,6 +820,21 @@ def _class_attribute(owner: ClassInfo | None, attr: str):
     if owner is None or owner.index is None:
         return None
     return owner.attributes.get(attr)
+
+
+def _rebound_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Every value a def assigns to `name`, both sides of a conditional expression apart."""
+    values = [stmt.value for stmt in _statements(node.body)
+              if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
+                                                      for t in stmt.targets)]
+    out = []
+    while values:
+        value = values.pop(0)
+        if isinstance(value, cst.IfExp):
+            values[:0] = [value.body, value.orelse]
+        else:
+            out.append(value)
+    return out if len(out) > 1 else []
 
 
 def _statements(body, defs: bool = False):

@@ -820,6 +820,33 @@ GENERIC_BASE = """
             return -x
 """
 
+REBOUND_INSTANCE = """
+    import torch
+
+
+    class Deferred:
+        def __call__(self, unfinished):
+            return False
+
+
+    class StopCheck:
+        def __call__(self, unfinished):
+            return bool(unfinished.max() == 0)
+
+
+    class Decode(torch.nn.Module):
+        def __init__(self, deferred=False):
+            super().__init__()
+            self.deferred = deferred
+
+        def forward(self, x):
+            if self.deferred:
+                stop = Deferred()
+            else:
+                stop = StopCheck()
+            done = stop(x)
+            return x * 2
+"""
 REBOUND_FUNCTION = """
     import torch
 
@@ -936,6 +963,9 @@ def _compiler_lines(source, entry, args):
     (GENERIC_BASE, "Scored", "(torch.randn(4),)", [("TCL201", 15)]),
     # a local name bound to one function or another: the option picks at run time
     (REBOUND_FUNCTION, "Pick", "(torch.randn(4),)", [("TCL201", 10)]),
+    # a local bound to an instance of one class or another (transformers' decoding loop's stop
+    # check): a call of it runs either's __call__
+    (REBOUND_INSTANCE, "Decode", "(torch.randn(4),)", [("TCL204", 12)]),
     # an element narrowed by isinstance() in a comprehension's condition (`detach_` under
     # compile: GB0148, TCL421), and in a loop after `if not isinstance(...): continue`
     (ISINSTANCE_GENEXP, "Model", "(torch.randn(2, 4),)", [("TCL421", 12)]),
