@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="analyse every file; neither read nor write .tcl_cache")
     check.add_argument("--cache-dir", help="where to keep the cache (default: .tcl_cache/ beside pyproject.toml, else in cwd)")
     check.add_argument(
-        "--file-timeout", type=float, default=20.0, metavar="SECONDS",
-        help="report a file whose reading or analysis takes longer (wall-clock seconds) as an error and go on (default: 20; 0: no limit)",
+        "--file-timeout", type=float, default=None, metavar="SECONDS",
+        help="report a file whose reading or analysis takes longer (wall-clock seconds) as an error and go on "
+        "(default: 20, or 120 with --follow-imports; 0: no limit)",
     )
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument(
@@ -176,6 +177,20 @@ def _split(text: str, option: str) -> list[str]:
     return codes
 
 
+FILE_TIMEOUT = 20.0  # seconds: far above what a file of one's own takes (docs/cache.md)
+# A user's file checked with --follow-imports analyses what it compiles in installed packages
+# too: compiling transformers' `generate` takes 16 s of analysis cold on a quiet machine
+# (docs/accuracy.md, session 31), and a timeout reports nothing at all.
+FOLLOW_IMPORTS_FILE_TIMEOUT = 120.0
+
+
+def file_timeout(given: float | None, config) -> float:
+    """`--file-timeout` as given, else the default for how the run reads installed code."""
+    if given is not None:
+        return given
+    return FOLLOW_IMPORTS_FILE_TIMEOUT if config.follow_imports else FILE_TIMEOUT
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from .runner import run
 
@@ -186,7 +201,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .cache import Cache, default_cache_dir
 
         cache = Cache(args.cache_dir or default_cache_dir(config, args.paths))
-    result = run(args.paths, config, jobs=args.jobs, root=root, cache=cache, file_timeout=args.file_timeout or None)
+    result = run(args.paths, config, jobs=args.jobs, root=root, cache=cache,
+                 file_timeout=file_timeout(args.file_timeout, config) or None)
     findings = sorted(result.findings, key=lambda f: f.sort_key())
     errors = result.all_errors
     notes = result.notes

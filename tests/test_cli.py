@@ -333,3 +333,16 @@ def test_respect_gitignore_config_is_checked(tree):
     result = tcl("check", "pkg", cwd=tree)
     assert result.returncode == 2
     assert "respect-gitignore: expected true or false" in result.stderr
+
+
+def test_the_per_file_limit_is_longer_when_installed_code_is_followed():
+    """`tcl check --follow-imports train.py` analyses what train.py compiles in installed
+    packages too (transformers' generate: 16 s cold, quiet machine): its default limit is 120 s,
+    not 20 s, and a limit the user gives wins either way (0: none)."""
+    from tcl.cli import file_timeout
+    from tcl.config import Config
+
+    assert file_timeout(None, Config()) == 20.0
+    assert file_timeout(None, Config(follow_imports=True)) == 120.0
+    assert file_timeout(5.0, Config(follow_imports=True)) == 5.0
+    assert file_timeout(0.0, Config(follow_imports=True)) == 0.0
