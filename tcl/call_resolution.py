@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from .instances import InstanceResolver, _bindings, _function_binding, _returned_values, _statements
+from .instances import InstanceResolver, _bindings, _function_binding, _returned_values, rebound_values
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
 from .project import module_name_of
@@ -107,17 +107,8 @@ class CallResolver(InstanceResolver):
         kind, _ = _bindings(caller.node).get(name.value, (None, None))
         if kind != "value":
             return []
-        values = []
-        for stmt in _statements(caller.node.body):
-            if isinstance(stmt, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name.value for t in stmt.targets):
-                values.append(stmt.value)
         found: list[FunctionInfo] = []
-        while values:
-            value = values.pop(0)
-            if isinstance(value, cst.IfExp):
-                values[:0] = [value.body, value.orelse]
-                continue
+        for value in rebound_values(caller.node, name.value):
             if not isinstance(value, (cst.Name, cst.Attribute)):
                 continue
             function = self.function_value(value, caller, caller.index)

@@ -177,18 +177,14 @@ def _split(text: str, option: str) -> list[str]:
     return codes
 
 
-FILE_TIMEOUT = 20.0  # seconds: far above what a file of one's own takes (docs/cache.md)
-# A user's file checked with --follow-imports analyses what it compiles in installed packages
-# too: compiling transformers' `generate` takes 16 s of analysis cold on a quiet machine
-# (docs/accuracy.md, session 31), and a timeout reports nothing at all.
-FOLLOW_IMPORTS_FILE_TIMEOUT = 120.0
-
-
 def file_timeout(given: float | None, config) -> float:
-    """`--file-timeout` as given, else the default for how the run reads installed code."""
+    """`--file-timeout` as given, else the default for how the run reads installed code
+    (tcl.runner: 20 s, 120 s with --follow-imports)."""
+    from .runner import DEFAULT_FILE_TIMEOUT, FOLLOW_IMPORTS_FILE_TIMEOUT
+
     if given is not None:
         return given
-    return FOLLOW_IMPORTS_FILE_TIMEOUT if config.follow_imports else FILE_TIMEOUT
+    return FOLLOW_IMPORTS_FILE_TIMEOUT if config.follow_imports else DEFAULT_FILE_TIMEOUT
 
 
 def cmd_check(args: argparse.Namespace) -> int:

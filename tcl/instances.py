@@ -416,7 +416,7 @@ class InstanceResolver:
     def _declared_class(self, name: str, where: FunctionInfo | None, index: ModuleIndex) -> ClassInfo | None:
         """`model: Net = torch.load(path)`: the class the annotation of the assignment that
         binds `name` names, for a value (a loader, a factory) whose class is unknown."""
-        annotations = _annotations(where.node) if where is not None else _module_annotations(index)
+        annotations = _annotations(where.node) if where is not None else _module_bindings(index)[1]
         annotation = annotations.get(name)
         return self._class_of_name(annotation, index) if annotation is not None else None
 
@@ -560,7 +560,7 @@ class InstanceResolver:
                 return out
             # `stop = Deferred(...)` in one branch, `stop = StopCheck(...)` in the other
             # (transformers' decoding loop): `stop(...)` runs whichever the program picked.
-            for alternative in _rebound_values(scope.node, expr.value):
+            for alternative in rebound_values(scope.node, expr.value):
                 cls = self.instance_class(alternative, scope, scope.index, 2)
                 if cls is not None and cls not in out:
                     out.append(cls)
@@ -822,7 +822,7 @@ def _class_attribute(owner: ClassInfo | None, attr: str):
     return owner.attributes.get(attr)
 
 
-def _rebound_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+def rebound_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     """Every value a def assigns to `name`, both sides of a conditional expression apart."""
     values = [stmt.value for stmt in _statements(node.body)
               if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
@@ -920,9 +920,15 @@ def _function_binding(node: cst.FunctionDef, name: str):
 
 
 def _module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
-    bindings = index.file_facts.get("_instances.bindings")
-    if bindings is None:
-        bindings = {}
+    return _module_bindings(index)[0].get(name)
+
+
+def _module_bindings(index: ModuleIndex) -> tuple[dict, dict]:
+    """(name -> the value of its first top-level assignment, name -> the annotation of its first
+    annotated one), read in one pass per file."""
+    kept = index.file_facts.get("_instances.bindings")
+    if kept is None:
+        bindings, annotations = {}, {}
         module = index.module
         for stmt in _top_level(module.body if module is not None else ()):
             for small in stmt.body:
@@ -932,8 +938,9 @@ def _module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
                             bindings.setdefault(target.target.value, small.value)
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
                     bindings.setdefault(small.target.value, small.value)
-        index.file_facts["_instances.bindings"] = bindings
-    return bindings.get(name)
+                    annotations.setdefault(small.target.value, small.annotation.annotation)
+        kept = index.file_facts["_instances.bindings"] = (bindings, annotations)
+    return kept
 
 
 def _annotations(node: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
@@ -950,19 +957,6 @@ def _annotations(node: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
 
 
 _ANNOTATIONS: dict[int, tuple] = {}
-
-
-def _module_annotations(index: ModuleIndex) -> dict[str, cst.BaseExpression]:
-    found = index.file_facts.get("_instances.annotations")
-    if found is None:
-        module = index.module
-        found = {}
-        for stmt in _top_level(module.body if module is not None else ()):
-            for small in stmt.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-                    found.setdefault(small.target.value, small.annotation.annotation)
-        index.file_facts["_instances.annotations"] = found
-    return found
 
 
 def _top_level(body, depth: int = 0):

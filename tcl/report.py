@@ -204,19 +204,17 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
         if properties:
             result["properties"] = properties
         results.append(result)
-    notifications = []
-    for error in errors:
-        uri, base = _artifact_uri(error.path, root)
+    def notification(level: str, path: str, message: str, region: dict | None) -> dict:
+        uri, base = _artifact_uri(path, root)
         physical: dict = {"artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})}}
-        if error.line:
-            physical["region"] = {"startLine": error.line}
-        notifications.append({"level": "error", "message": {"text": error.message},
-                              "locations": [{"physicalLocation": physical}]})
-    for note in notes or ():
-        uri, base = _artifact_uri(note.path, root)
-        notifications.append({"level": "note", "message": {"text": note.message}, "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})},
-            "region": {"startLine": note.line, "startColumn": note.col}}}]})
+        if region:
+            physical["region"] = region
+        return {"level": level, "message": {"text": message}, "locations": [{"physicalLocation": physical}]}
+
+    notifications = [notification("error", e.path, e.message, {"startLine": e.line} if e.line else None)
+                     for e in errors]
+    notifications += [notification("note", n.path, n.message, {"startLine": n.line, "startColumn": n.col})
+                      for n in notes or ()]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

@@ -23,6 +23,10 @@ from .project_root import project_root, reaching_files
 PARALLEL_THRESHOLD = 24
 CHUNK = 8
 DEFAULT_FILE_TIMEOUT = 20.0  # wall-clock seconds; `tcl check --file-timeout`
+# A user's file checked with --follow-imports analyses what it compiles in installed packages
+# too: compiling transformers' `generate` takes 16 s of analysis cold on a quiet machine
+# (docs/accuracy.md, session 31), and a timeout reports nothing at all.
+FOLLOW_IMPORTS_FILE_TIMEOUT = 120.0
 WORKER_CRASHED = "internal error: the analysis crashed its worker process (native crash or out of memory)"
 
 
@@ -238,10 +242,7 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     files, errors = collect_files(paths, config, root)
     result = RunResult(errors=errors)
     jobs = jobs or os.cpu_count() or 1
-    # Some files of a project: its other files give the cross-file facts (tcl.project_root),
-    # and those that may call into the checked files are analysed for what they reach there.
-    scanned = project_files_of(files, config, root)
-    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
+    scanned, reaching = project_context(files, config, root)
     hashes: dict[str, str | None] = {}
     if cache is not None:
         from .cache import content_hash
@@ -285,6 +286,16 @@ def _run(paths, config, jobs, root, cache, file_timeout) -> RunResult:
     result.reports = [_apply_ignores(raw[path], config) for path in files]
     result.cached = cache.hits if cache is not None else 0
     return result
+
+
+def project_context(files: list[str], config: Config, root: str = ".") -> tuple[list[str], list[str]]:
+    """(the files, then the other files of their projects; those other files that may call into
+    the files). Some files of a project: its other files give the cross-file facts
+    (tcl.project_root), and those that may call into the checked files are analysed for what
+    they reach there. `tcl check` and `tcl fix` read a project alike."""
+    scanned = project_files_of(files, config, root)
+    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
+    return scanned, reaching
 
 
 MAX_PROJECT_FILES = 20_000  # a "project" larger than this (a marker in a home directory): not widened

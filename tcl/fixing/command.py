@@ -1,13 +1,14 @@
 """`tcl fix PATH... [--apply] [--diff] [--unsafe-fixes]`.
 
 Without --apply: print unified diffs (stdout; a clean patch, notes as `#` lines patch ignores)
-and write nothing. A run fixes what `tcl check` on the same paths reports: the named files, seen
-with the callers the rest of their project has (as check sees them), and the other files of the
-project that the named files' compiled code reaches (`tcl check model.py` reports the findings
-in the helpers.py its forward calls, so `tcl fix model.py` fixes them there; their diff header
-says which named file reaches them). Installed packages are never written. With --apply: rewrite files atomically, print the findings that remain;
+and write nothing. With --apply: rewrite files atomically, print the findings that remain;
 files tcl.safe_files refuses to rewrite (symlinks, hard links, read-only, another user's, out
 of the checked tree through a link) are one error line each unless --force-write.
+A run fixes what `tcl check` on the same paths reports: the named files, seen with the callers
+the rest of their project has (as check sees them), and the other files of the project that
+the named files' compiled code reaches (`tcl check model.py` reports the findings in the
+helpers.py its forward calls, so `tcl fix model.py` fixes them there; their diff header says
+which named file reaches them). Installed packages are never written.
 Fixes that are not applied (unsafe without --unsafe-fixes, suggestions) go to stderr with
 their own diffs. Exit status as `tcl check`, mirroring ruff: 0 nothing to fix and nothing
 left, 1 files changed (or would change) or findings remain, 2 errors.
@@ -61,8 +62,8 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     from ..files import SourceError, package_of
     from ..findings import FileError
     from ..report import text_line
-    from ..project_root import project_root, reaching_files
-    from ..runner import _per_file_ignores, collect_files, project_files_of
+    from ..project_root import project_root
+    from ..runner import _per_file_ignores, collect_files, project_context
     from .bounded import fix_file, read_within
     from .writer import ChangedOnDisk, Refused, write_atomic
 
@@ -70,18 +71,13 @@ def run_fix(args: argparse.Namespace, config, out: TextIO = None, err: TextIO = 
     err = err or sys.stderr
     root = str(config.source.parent) if config.source else "."
     files, errors = collect_files(args.paths, config, root)
-    # The project around the named files, as `tcl check` reads it (tcl.runner._run): its other
-    # files give the cross-file facts, and those that may call into the named files are
-    # analysed for what they reach there.
-    scanned = project_files_of(files, config, root)
-    reaching = reaching_files(files, scanned[len(files):]) if len(scanned) > len(files) else []
+    scanned, reaching = project_context(files, config, root)  # the project, as `tcl check` reads it
     analyzer = _analyzer(config, scanned)
     analyzer.checked = frozenset(os.path.realpath(path) for path in files)
     timeout, memory = getattr(args, "file_timeout", None) or None, getattr(args, "file_memory", None) or None
     reached_from = _note_cross_file_reach(analyzer, files, reaching, timeout) if len(scanned) > 1 else {}
-    named = {os.path.realpath(path) for path in files}
     extra = [path for path in scanned[len(files):]
-             if os.path.realpath(path) in reached_from and os.path.realpath(path) not in named]
+             if os.path.realpath(path) in reached_from and os.path.realpath(path) not in analyzer.checked]
     show_diff = args.diff or not args.apply
     roots = _checked_roots(args.paths)
     if args.apply:
