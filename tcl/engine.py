@@ -32,7 +32,7 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
-from .params import (constant_params, crossed_params, entry_param_kinds, fixed_params, helper_param_kinds, sized_params,
+from .params import (constant_params, crossed_params, entry_constants, entry_param_kinds, fixed_params, helper_param_kinds, sized_params,
                      tuple_params)
 from .installed import hierarchy as installed_hierarchy
 from .walker import Candidate, FunctionResult, FunctionWalker
@@ -661,6 +661,9 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.call_nodes: dict[tuple[int, int], cst.CSTNode] = {}  # (callee, caller) -> a call node
         self.init_instance_memos()
         self.compile_anchors: dict[int, tuple] = {}  # entry -> (index, torch.compile call, statement)
+        # An entry only compile calls of this file make -> the literals of every call of what
+        # they compile (tcl/entry_calls.py); None where some call cannot be seen
+        self.entry_calls: dict[int, list | None] = {}
         # Compile calls of installed code that this run does not read: (call, statement, origin)
         self.unfollowed_compiles: list[tuple] = []
 
@@ -675,6 +678,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             self.functions[key] = entry
             self.entries[key] = entry.qualname
             self.param_kinds[key] = entry_param_kinds(entry)
+            if self.entry_calls.get(key):  # `gen(ids, max_new_tokens=4)`: what Dynamo specialises on
+                self.constants[key] = entry_constants(entry, self.entry_calls[key])
             queue.append(entry)
             for wrapper, wrapped in self.decorator_wrappers(entry):
                 # Named after the decorated entry: findings read "reached from Model.forward".
@@ -941,7 +946,12 @@ class FileAnalysis(EntryPoints, CallResolver):
             fixed = frozenset() if callee_key in self.entries else fixed_params(callee, all_sites)
             # An entry is also called from outside, where no caller's test holds.
             facts = frozenset() if callee_key in self.entries else agreed([site.facts for site in all_sites])
-            constants = {} if callee_key in self.entries else constant_params(callee, all_sites)
+            if callee_key not in self.entries:
+                constants = constant_params(callee, all_sites)
+            elif self.entry_calls.get(callee_key):  # also called from the user's code, as it says
+                constants = entry_constants(callee, self.entry_calls[callee_key], all_sites)
+            else:
+                constants = {}
             if callee_key not in self.entries:
                 # `sequence_mask(lengths, max_len=y.size(1))` at every call: `max_len is None` is False
                 for name in sized:

@@ -23,6 +23,7 @@ import libcst as cst
 
 from . import entries as entries_module
 from .dataflow import Kind
+from .entry_calls import compiled_call_literals
 from .instances import container_elements
 from .module_index import FunctionInfo
 from .params import entry_param_kinds
@@ -86,24 +87,29 @@ class EntryPoints:
                 entries.append(cls.methods["step"])
             entries.extend(m for m in cls.methods.values() if m.is_compiled and m.name != "forward")
         entries.extend(f for f in index.functions.values() if f.is_compiled)
+        # entries whatever the compile calls here do with them (a forward, `@torch.compile`)
+        others = {id(f) for f in entries}
         for target in index.compile_targets:
             function = self._lookup(target)
             if function is not None:
                 entries.append(function)
-        compiled = [(self._compiled_object(target, scope), call, top)
+        compiled = [(self._compiled_object(target, scope), call, top, scope, False)
                     for target, scope, call, top in index.compile_sites]
-        compiled += [(self._module_compiled(target, scope), call, top)
+        compiled += [(self._module_compiled(target, scope), call, top, scope, True)
                      for target, scope, call, top in index.module_compile_sites]
         # `torch.compile(nn.Sequential(Encoder(), Head()))`: the container runs each element
-        compiled += [(element, call, top)
+        compiled += [(element, call, top, None, False)
                      for target, scope, call, top in index.compile_sites + index.module_compile_sites
                      for element in self._sequential_elements(target, scope)]
-        for function, call, top in compiled:
-            if function is not None and function not in entries and not self._entry_of_other_file(function):
+        for function, call, top, scope, module_compile in compiled:
+            if function is None or id(function) in others or self._entry_of_other_file(function):
+                continue
+            if function not in entries:
                 entries.append(function)
                 self.compile_anchors.setdefault(id(function), (index, call, top))
+            self._note_entry_calls(function, call, scope, module_compile)
         if self.analyzer.installed is None:  # installed code is not read: say so where it is compiled
-            resolved = {id(call) for function, call, _ in compiled if function is not None}
+            resolved = {id(call) for function, call, *_ in compiled if function is not None}
             for target, scope, call, top in index.compile_sites + index.module_compile_sites:
                 if id(call) not in resolved:
                     origin = self._installed_origin(target, scope)
@@ -113,8 +119,26 @@ class EntryPoints:
             found = entries_module.functions_named(self, index, spec.qualname)
             if isinstance(found, list):
                 entries.extend(f for f in found if not self._entry_of_other_file(f))
+                for function in found:
+                    self.entry_calls[id(function)] = None  # declared: called we know not how
             self.record_bindings(spec, found)
         return [f for f in dict.fromkeys(entries) if not f.is_disabled]
+
+    def _note_entry_calls(self, function: FunctionInfo, call: cst.Call, scope, module_compile: bool) -> None:
+        """Add what the calls of one compile call's result pass (tcl/entry_calls.py) to what
+        `function`'s other compile calls pass; None for good once one of them cannot be read."""
+        key = id(function)
+        if key in self.entry_calls and self.entry_calls[key] is None:
+            return
+        calls, node = None, None
+        if scope == ():
+            node = self.index.module
+        elif scope is not None:
+            holder = self._scope_function(scope)  # the innermost def, not a class body
+            node = holder.node if holder is not None and holder.name == scope[-1] else None
+        if node is not None:
+            calls = compiled_call_literals(node, call, module_compile)
+        self.entry_calls[key] = None if calls is None else self.entry_calls.get(key, []) + calls
 
     def _compiled_object(self, target: cst.BaseExpression, scope: tuple[str, ...]) -> FunctionInfo | None:
         """`torch.compile(model.generate)` / `torch.compile(model)` / `torch.compile(step)` for
@@ -136,7 +160,7 @@ class EntryPoints:
             return method if method is not None and not method.is_property else None
         if isinstance(target, cst.Name):
             if target.value in index.functions:
-                return None
+                return index.functions[target.value]  # in compile_targets too
             if function is not None:
                 nested = self.nested_def(function, target.value)
                 if nested is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .kinds import SELF
-from .params import literal_value
+from .params import UNKNOWN, KnownKeywords, literal_value
 
 # (attribute, test) -> value: ("merged", "truth") -> True for `if self.merged:`,
 # ("cache", "none") -> False for `if self.cache is not None:`.
@@ -146,30 +146,74 @@ def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
     return _decide(test, lambda atom: _constant_atom(atom, constants))
 
 
+def _keyword_value(node: cst.BaseExpression, constants: dict):
+    """(True, value) of `kwargs.get("key"[, default])` where `kwargs` holds what every call
+    passes (tcl/params.py KnownKeywords), else None."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
+            and isinstance(node.func.value, cst.Name) and 1 <= len(node.args) <= 2
+            and all(arg.keyword is None and not arg.star for arg in node.args)):
+        return None
+    known = constants.get(node.func.value.value)
+    key = literal_value(node.args[0].value)
+    if not isinstance(known, KnownKeywords) or key is None:
+        return None
+    values = dict(known.items)
+    if key[1] not in values:
+        return literal_value(node.args[1].value) if len(node.args) == 2 else (True, None)
+    return None if values[key[1]] is UNKNOWN else (True, values[key[1]])
+
+
 def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
     if isinstance(test, cst.Name):
-        if test.value not in constants or constants[test.value] is NOT_NONE:
+        value = constants.get(test.value, NOT_NONE)
+        if value is NOT_NONE:
             return None
-        return bool(constants[test.value])
+        if isinstance(value, KnownKeywords):  # `if kwargs:`
+            return None if any(v is UNKNOWN for _, v in value.items) else bool(value.items)
+        return bool(value)
+    looked_up = _keyword_value(test, constants)
+    if looked_up is not None:
+        return bool(looked_up[1])
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and not isinstance(test.left, cst.Name):
+        target = test.comparisons[0]
+        if isinstance(target.operator, (cst.In, cst.NotIn)):  # `"key" in kwargs`
+            known = constants.get(target.comparator.value) if isinstance(target.comparator, cst.Name) else None
+            key = literal_value(test.left)
+            if not isinstance(known, KnownKeywords) or key is None:
+                return None
+            values = dict(known.items)
+            present = False if key[1] not in values else None if values[key[1]] is UNKNOWN else True
+            return None if present is None else present == isinstance(target.operator, cst.In)
+        looked_up = _keyword_value(test.left, constants)
+        if looked_up is None:
+            return None
+        return _compare(looked_up[1], test.comparisons[0])
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         if test.left.value not in constants:
             return None
         value, target = constants[test.left.value], test.comparisons[0]
-        other = literal_value(target.comparator)
-        if other is None:
-            return None
-        other = other[1]
-        op = target.operator
         if value is NOT_NONE:  # a size: only its None-ness is known
-            if other is not None:
+            other = literal_value(target.comparator)
+            if other is None or other[1] is not None:
                 return None
+            op = target.operator
             return False if isinstance(op, cst.Is) else True if isinstance(op, cst.IsNot) else None
-        if isinstance(op, cst.Is):
-            return value is other if other is None or isinstance(other, bool) else None
-        if isinstance(op, cst.IsNot):
-            return value is not other if other is None or isinstance(other, bool) else None
-        if isinstance(op, cst.Equal):
-            return value == other
-        if isinstance(op, cst.NotEqual):
-            return value != other
+        return _compare(value, target)
+    return None
+
+
+def _compare(value, target: cst.ComparisonTarget) -> bool | None:
+    """`value <op> <literal>` for ==, !=, `is`/`is not` None or a bool; None otherwise."""
+    other = literal_value(target.comparator)
+    if other is None or isinstance(value, KnownKeywords):
+        return None
+    other, op = other[1], target.operator
+    if isinstance(op, cst.Is):
+        return value is other if other is None or isinstance(other, bool) else None
+    if isinstance(op, cst.IsNot):
+        return value is not other if other is None or isinstance(other, bool) else None
+    if isinstance(op, cst.Equal):
+        return value == other
+    if isinstance(op, cst.NotEqual):
+        return value != other
     return None

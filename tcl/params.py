@@ -5,12 +5,13 @@ the body says otherwise (`entry_param_kinds`, with tcl/evidence.py's reading of 
 helper they are what its traced callers pass, joined over every call site (`helper_param_kinds`),
 together with the facts call sites carry besides kinds: values live across a graph break
 (`crossed_params`), tuple displays (`tuple_params`), sizes of the inputs (`sized_params`,
-tcl/sizes.py), tensors of sizes the caller's module fixes (`fixed_params`) and literals every site agrees on, passed or by default (`constant_params`). The walker (tcl/walker.py) records the call sites; the engine joins them here.
+tcl/sizes.py), tensors of sizes the caller's module fixes (`fixed_params`) and literals every site agrees on, passed or by default (`constant_params`; for an entry, with the user's calls of what
+they compile, `entry_constants`). The walker (tcl/walker.py) records the call sites; the engine joins them here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import libcst as cst
 
@@ -340,32 +341,157 @@ def constant_params(function: FunctionInfo, sites: list[CallSite]) -> dict:
     one that passes anything but a literal, leaves the parameter unknown."""
     if not sites or any(site.literals is None for site in sites):
         return {}
-    params = function.node.params
-    positional = _positional_params(function)
-    found: dict = {}
-    for i, param in enumerate(positional + list(params.kwonly_params)):
-        name = param.name.value
-        values = set()
-        for site in sites:
-            if name in site.keywords:
-                key = name
-            elif i < len(site.positional) and param in positional:
-                key = i
-            else:
-                key = None
-            if key is None:
-                literal = literal_value(param.default) if param.default is not None else None
-            else:
-                literal = (True, site.literals[key]) if key in site.literals else None
-            if literal is None:
-                break
-            values.add((type(literal[1]), literal[1]))
-        else:
-            if len(values) == 1:
-                found[name] = next(iter(values))[1]
+    found = agreed_literals(function, [(len(site.positional), site.keywords, site.literals) for site in sites])
     if found:
         elsewhere = untraced_literals(function)
         for name in list(found):
             if elsewhere.get(name, set()) - {(type(found[name]), found[name])}:
                 del found[name]  # another call in the file passes another value
     return found
+
+
+def entry_constants(function: FunctionInfo, calls: list[dict], traced: list[CallSite] = ()) -> dict:
+    """Parameters every call of a compiled entry gives the same literal, passed or by the
+    default: `gen(ids, max_new_tokens=4)` after `gen = torch.compile(lm.generate)` traces
+    generate with `custom_generate=None`. `calls`: tcl/entry_calls.py's arguments of each call
+    of the compiled object (position or keyword -> the literal, or UNKNOWN); `traced`: the
+    call sites of traced code that calls the entry too (`heal_tokens` calling `self.generate`)."""
+    if any(site.literals is None for site in traced):
+        return {}
+    sites = [(len(site.positional), site.keywords, site.literals) for site in traced]
+    for call in calls:
+        positional = sum(1 for key in call if isinstance(key, int))
+        keywords = {key for key in call if isinstance(key, str)}
+        sites.append((positional, keywords, {k: v for k, v in call.items() if v is not UNKNOWN}))
+    return agreed_literals(function, sites)
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()  # an argument passed, but not as a literal (or not by every call)
+
+
+class KnownKeywords(NamedTuple):
+    """What every call puts in a function's `**kwargs`: (keyword, the literal, or UNKNOWN where
+    the calls pass another value or do not all pass it) pairs. A keyword not listed is passed
+    by no call: `kwargs.get("cache_implementation")` is None. tcl/guard_facts.py decides tests
+    on it; the walker stops using it at the first statement that may change the dict
+    (`keywords_escape`)."""
+
+    items: tuple
+
+
+def agreed_literals(function: FunctionInfo, sites: list[tuple]) -> dict:
+    """parameter -> the literal every site gives it, passed or left to a literal default, and
+    for a `**kwargs` parameter its KnownKeywords. `sites`: (how many positional arguments, the
+    keywords passed, position or keyword -> the literal passed there); a passed argument missing
+    from the literals is not a literal."""
+    params = function.node.params
+    positional = _positional_params(function)
+    found: dict = {}
+    star = params.star_kwarg
+    if star is not None and sites:
+        named = {p.name.value for p in all_params(params)}
+        extras = [{k for k in keywords if k not in named} for _, keywords, _ in sites]
+        pairs = []
+        for key in sorted(set().union(*extras)):
+            values = {(type(literals[key]), literals[key]) if key in literals else None
+                      for (_, _, literals), passed in zip(sites, extras) if key in passed}
+            every = all(key in passed for passed in extras)
+            pairs.append((key, next(iter(values))[1] if every and len(values) == 1 and None not in values else UNKNOWN))
+        found[star.name.value] = KnownKeywords(tuple(pairs))
+    for i, param in enumerate(positional + list(params.kwonly_params)):
+        name = param.name.value
+        values = set()
+        for site_positional, site_keywords, site_literals in sites:
+            if name in site_keywords:
+                key = name
+            elif i < site_positional and param in positional:
+                key = i
+            else:
+                key = None
+            if key is None:
+                literal = literal_value(param.default) if param.default is not None else None
+            else:
+                literal = (True, site_literals[key]) if key in site_literals else None
+            if literal is None:
+                break
+            values.add((type(literal[1]), literal[1]))
+        else:
+            if len(values) == 1:
+                found[name] = next(iter(values))[1]
+    return found
+
+
+# Uses of a `**kwargs` dict that leave its keys as the calls passed them.
+_KEYWORD_READS = frozenset({"get", "keys", "items", "values", "copy"})
+
+
+def keywords_escape(function: FunctionInfo, name: str, known: KnownKeywords, truth=None) -> int:
+    """The index of the first statement of `function`'s body from which `name` (its `**kwargs`)
+    may no longer hold what the calls passed: one that stores into it, updates it, pops a
+    keyword some call passes, rebinds it or hands it to other code (`f(kwargs)`). Reads
+    (`.get`, `in`, `**kwargs`) and pops of keywords no call passes keep it. len(body) when
+    none does. `truth(test)`: an `if`'s value when decided before tracing; its dead branch is
+    not looked at."""
+    body = function.node.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    passed = {key for key, _ in known.items}
+
+    class Uses(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.harmless: set[int] = set()
+            self.escapes = False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
+                return
+            method = func.attr.value
+            if method == "pop" and node.args:
+                key = literal_value(node.args[0].value)
+                if key is None or key[1] in passed:
+                    return
+            elif method not in _KEYWORD_READS:
+                return
+            self.harmless.add(id(func.value))
+
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            for target in node.comparisons:
+                if isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(target.comparator, cst.Name):
+                    self.harmless.add(id(target.comparator))
+
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.star == "**" and isinstance(node.value, cst.Name):
+                self.harmless.add(id(node.value))  # `f(**kwargs)` passes a copy
+
+        def visit_StarredDictElement(self, node: cst.StarredDictElement) -> None:
+            if isinstance(node.value, cst.Name):
+                self.harmless.add(id(node.value))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            self.harmless.add(id(node.attr))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name and id(node) not in self.harmless:
+                self.escapes = True
+
+        def visit_If(self, node: cst.If) -> bool:
+            decided = truth(node.test) if truth is not None else None
+            if decided is None:
+                return True
+            node.test.visit(self)
+            live = node.body if decided else node.orelse
+            if live is not None:
+                live.visit(self)
+            return False
+
+    for i, statement in enumerate(statements):
+        uses = Uses()
+        statement.visit(uses)
+        if uses.escapes:
+            return i
+    return len(statements)

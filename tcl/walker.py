@@ -25,7 +25,7 @@ from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
-from .params import all_params as _all_params, body_evidence, literal_value, tensor_evidenced_names
+from .params import KnownKeywords, all_params as _all_params, body_evidence, keywords_escape, literal_value, tensor_evidenced_names
 from .sizes import fixed_tensor, size_of, unpacked_shape_origins
 from .version_tests import version_truth
 
@@ -233,6 +233,8 @@ class FunctionWalker(cst.CSTVisitor):
         self.env: dict[str, Kind] = dict(param_kinds)
         self.assigned: set[str] = set()  # names bound in the body (not only parameters)
         self._module_constants: dict | None = None  # computed on the first undecided test
+        self._keywords_escape: dict[str, int] = {}  # **kwargs -> tcl/params.py keywords_escape
+        self._statement_of: dict[int, int] | None = None  # node id -> its body statement's index
         self.memo: dict = {}  # per-function scratch space of rules (facts they gather in source order)
         self.origins: dict[str, cst.BaseExpression] = {}  # name -> the value last assigned to it
         self.element_origins: dict[str, cst.BaseExpression] = {}  # loop variable -> what it runs over
@@ -676,13 +678,51 @@ class FunctionWalker(cst.CSTVisitor):
         if truth is None:
             truth = decided_by(test, self.guard_facts())
         if truth is None and self.constants:
-            truth = constant_truth(test, {k: v for k, v in self.constants.items() if k not in self.assigned})
+            truth = constant_truth(test, self.live_constants(test))
         if truth is None:
             truth = constant_truth(test, self.module_constants())
         if truth is None and self.settled_scopes:
             known = {text: value for scope in self.settled_scopes for text, value in scope.items()}
             truth = _decide(test, lambda atom: known.get(settled_text(atom)))
         return truth
+
+    def live_constants(self, at: cst.CSTNode) -> dict:
+        """The parameters' constants that hold at `at`: not rebound so far, and a `**kwargs`'s
+        known keywords only in the statements before the first that may change the dict
+        (tcl/params.py keywords_escape; a later statement, or one inside the same loop, is
+        after it)."""
+        live = {}
+        for name, value in self.constants.items():
+            if name in self.assigned:
+                continue
+            if isinstance(value, KnownKeywords):
+                if name not in self._keywords_escape:
+                    named = {k: v for k, v in self.constants.items()
+                             if k not in self.assigned and not isinstance(v, KnownKeywords)}
+                    self._keywords_escape[name] = keywords_escape(
+                        self.function, name, value,
+                        lambda test: static_truth(test, self.index, self.assume, self.version)
+                        if static_truth(test, self.index, self.assume, self.version) is not None
+                        else constant_truth(test, named))
+                here = self._statement_index(at)
+                if here is None or here >= self._keywords_escape[name]:
+                    continue
+            live[name] = value
+        return live
+
+    def _statement_index(self, node: cst.CSTNode) -> int | None:
+        """The position in the function's body of the statement that holds `node`."""
+        if self._statement_of is None:
+            self._statement_of = {}
+            body = self.function.node.body
+            if isinstance(body, cst.IndentedBlock):
+                for position, statement in enumerate(body.body):
+                    stack = [statement]
+                    while stack:
+                        current = stack.pop()
+                        self._statement_of[id(current)] = position
+                        stack.extend(current.children)
+        return self._statement_of.get(id(node))
 
     def module_constants(self) -> dict:
         """The module's literal flags this function does not shadow (tcl/module_constants.py)."""
@@ -961,7 +1001,7 @@ class FunctionWalker(cst.CSTVisitor):
         profile=False); None otherwise."""
         literal = literal_value(node)
         if literal is None and isinstance(node, cst.Name) and node.value in self.constants \
-                and node.value not in self.assigned:
+                and node.value not in self.assigned and not isinstance(self.constants[node.value], KnownKeywords):
             literal = (True, self.constants[node.value])
         return literal
 
