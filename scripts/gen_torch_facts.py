@@ -52,6 +52,10 @@ What it records, all read from torch itself rather than written by hand:
 * breaking_tensor_methods: which of the Tensor methods in TENSOR_METHOD_PROBES that return a
   Python value break the graph when compiled, with the GB id (`x.is_pinned()`,
   `x.storage_offset()`, `x.is_signed()`: GB0208 on 2.13; `x.dim()`, `x.numel()` trace).
+* optimizer_steps: the torch.optim optimizers whose `step()` breaks the graph of a compiled
+  training step, with the GB id (torch's `_use_grad_for_differentiable` wrapper calls
+  torch._dynamo.graph_break() around the update on 2.13: GB0025); an Optimizer subclass whose
+  own step has no such wrapper traces.
 * optimizer_calls: which OPTIMIZER_PROBES (optimizer and LR-scheduler methods a compiled training
   step calls) break, with the GB id: `optimizer.zero_grad()` and `scheduler.step()` are functions
   Dynamo skips on 2.13 (GB0008); nn.Module.zero_grad traces.
@@ -436,6 +440,28 @@ def _breaking(probes: dict[str, str], imports: str) -> dict[str, str]:
     return dict(sorted(broken.items()))
 
 
+def _probe_optimizer_steps() -> dict[str, str]:
+    """{torch.optim class: GB id} for the optimizers whose `step()` breaks the graph of the
+    compiled code that calls it, each built with its defaults (lr=0.01) on a Linear whose
+    gradients are set. An optimizer that cannot be built or stepped so is left out."""
+    import torch
+
+    broken: dict[str, str] = {}
+    for name in sorted(getattr(torch.optim, "__all__", ())):
+        cls = getattr(torch.optim, name, None)
+        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or cls is torch.optim.Optimizer:
+            continue
+        try:
+            cls(torch.nn.Linear(3, 1).parameters(), lr=0.01)
+        except Exception:  # noqa: BLE001 -- Muon wants 2-D parameters only, ...
+            continue
+        setup = OPTIMIZER_PROBE_SETUP + f"_step_opt = torch.optim.{name}(_lin.parameters(), lr=0.01)\n"
+        gb = _break_of(f"{setup}def fn(x):\n    y = _step_opt.step()\n    return x + 1, y\n")
+        if gb not in (None, "error"):
+            broken[f"torch.optim.{name}"] = gb
+    return broken
+
+
 def _probe_calls() -> dict[str, str]:
     """{qualname: GB id} for the CALL_PROBES that break in default mode."""
     import torch
@@ -793,6 +819,7 @@ def generate() -> dict:
         "skipped_modules": _skipped_modules(),
         "gb_settings": _gb_settings(),
         "optimizer_calls": _breaking(OPTIMIZER_PROBES, OPTIMIZER_PROBE_SETUP),
+        "optimizer_steps": _probe_optimizer_steps(),
         "breaking_tensor_methods": {name.removeprefix("Tensor."): gb for name, gb in _breaking(
             {f"Tensor.{k}": v for k, v in TENSOR_METHOD_PROBES.items()}, "import torch\n").items()},
     }

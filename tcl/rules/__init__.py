@@ -21,7 +21,7 @@ from .crashes import NumberBeforeBreakInFString, SizeComparedWithTensorInList
 from .counters import ModuleIntCounter
 from .recompiles import DynamicFalseShapeReads, RangeOverIntArgument, VaryingLengthArgument
 from .signatures import DeprecatedSignature
-from .training import OptimizerCallInCompiledRegion
+from .training import OptimizerCallInCompiledRegion, OptimizerStepInCompiledRegion
 from .size_calls import SizeSpecialisingCall
 from .specialisation import SizeSpecialisedByPython
 from .side_effects import (
@@ -50,6 +50,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
         SizeSpecialisedByPython, SizeSpecialisingCall, GrowingContainer, DataReadAsCount,
         CapturedScalarBranch, RangeOverTensorData, MembershipInTensor, DataReadingCall,
         DeprecatedSignature, ZeroDimTensorIndex, StrEnumMethod, OptimizerCallInCompiledRegion,
+        OptimizerStepInCompiledRegion,
         NumberBeforeBreakInFString, SizeComparedWithTensorInList, InplaceViewOfInput,
     ],
     key=lambda rule: rule.code,

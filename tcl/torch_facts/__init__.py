@@ -62,6 +62,7 @@ class TorchFacts:
     # "Optimizer.zero_grad" / "LRScheduler.step" -> GB id: methods a compiled training step calls
     # that break, measured on this release
     optimizer_calls: dict[str, str] | None = None
+    optimizer_steps: dict[str, str] | None = None  # torch.optim class -> GB id of step()
     # GB id -> the torch._dynamo.config switches the registry's hints for that id name
     gb_settings: dict[str, list[str]] | None = None
 
@@ -125,6 +126,7 @@ def facts_for(target: tuple[int, int]) -> TorchFacts | None:
             breaking_tensor_methods=(dict(data["breaking_tensor_methods"])
                                      if "breaking_tensor_methods" in data else None),
             optimizer_calls=dict(data["optimizer_calls"]) if "optimizer_calls" in data else None,
+            optimizer_steps=dict(data["optimizer_steps"]) if "optimizer_steps" in data else None,
             gb_settings=dict(data["gb_settings"]) if "gb_settings" in data else None,
         )
     except (OSError, ValueError, KeyError, TypeError):
