@@ -205,13 +205,19 @@ class EntryPoints:
         GPT2LMHeadModel.from_pretrained(...)` -> transformers.GPT2LMHeadModel.from_pretrained;
         None for the project's own code, torch, and what cannot be told."""
         function, index, expr = self._scope_function(scope), self.index, target
+        position = None  # `tokenizer, model = load()`: the element of what `load` returns
         for _ in range(MAX_ORIGIN_STEPS):
+            if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
+                position, expr = _subscript_position(expr), expr.value
             if isinstance(expr, cst.Call):
                 expr = expr.func
             if isinstance(expr, (cst.Name, cst.Attribute)):
                 head = expr
                 while isinstance(head, cst.Attribute):
                     head = head.value
+                if isinstance(head, cst.Call):  # `Model.from_pretrained(...).eval()`
+                    expr = head
+                    continue
                 if not isinstance(head, cst.Name):
                     return None
                 if head.value in index.imports.aliases:
@@ -221,7 +227,14 @@ class EntryPoints:
                     expr = head
                     continue
                 bound = self._binding(head.value, function, index)
-                if bound is None or not isinstance(bound[0], cst.BaseExpression):
+                if bound is None:  # `model = load()`: what the file's own `load` returns
+                    helper = self.function_value(head, function, index)
+                    returned = _returned_at(helper, position) if helper is not None and helper.index is index else None
+                    if returned is None:
+                        return None
+                    expr, function, position = returned, helper, None
+                    continue
+                if not isinstance(bound[0], cst.BaseExpression):
                     return None
                 expr, function, index = bound
                 continue
@@ -280,6 +293,26 @@ class EntryPoints:
             for node, wrapped in _returned_wrappers(decorator.node):
                 wrappers.append((self.analyzer.wrapper_info(decorator, node), wrapped))
         return wrappers
+
+
+def _subscript_position(node: cst.Subscript) -> int | None:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+            and isinstance(node.slice[0].slice.value, cst.Integer):
+        return int(node.slice[0].slice.value.value)
+    return None
+
+
+def _returned_at(helper: FunctionInfo, position: int | None) -> cst.BaseExpression | None:
+    """The first value `helper` returns (element `position` of a returned tuple display)."""
+    from .instances import _returned_values
+
+    for value in _returned_values(helper.node):
+        if position is None:
+            return value
+        if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements) \
+                and not isinstance(value.elements[position], cst.StarredElement):
+            return value.elements[position].value
+    return None
 
 
 @lru_cache(maxsize=4096)

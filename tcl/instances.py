@@ -151,6 +151,8 @@ class InstanceResolver:
         elif isinstance(expr, cst.Name):
             bound = _function_binding(function.node, expr.value) if function is not None else None
             value = bound[1] if bound is not None and bound[0] == "value" else _module_binding(index, expr.value)
+        elif isinstance(expr, cst.Call) and position is not None:
+            return self._returned_element_class(expr, function, index, depth, position)
         elements = container_elements(value, index)
         if not elements and isinstance(expr, cst.Attribute) and value is not None:
             # `self.block = nn.ModuleList()` then `self.block.append(Block(...))` in a loop
@@ -283,6 +285,26 @@ class InstanceResolver:
             finally:
                 busy.discard(id(call))
         return self.return_class(callee, depth + 1) if callee is not None else None
+
+    def _returned_element_class(self, call: cst.Call, function, index: ModuleIndex, depth: int,
+                                position: int) -> ClassInfo | None:
+        """`load()[1]`, as `tokenizer, model = load()` unpacks it: the class of element
+        `position` of the tuple displays every `return` of the called function gives, when
+        they agree."""
+        callee = self.function_value(call.func, function, index, depth + 1)
+        if callee is None or callee.node is None:
+            return None
+        classes = set()
+        found = None
+        for returned in _returned_values(callee.node):
+            if not isinstance(returned, (cst.Tuple, cst.List)) or len(returned.elements) <= position:
+                return None
+            element = returned.elements[position]
+            if isinstance(element, cst.StarredElement):
+                return None
+            found = self.instance_class(element.value, callee, callee.index, depth + 1)
+            classes.add(id(found))
+        return found if len(classes) == 1 else None
 
     def _class_of_name(self, expr: cst.BaseExpression, index: ModuleIndex,
                        function: FunctionInfo | None = None) -> ClassInfo | None:
@@ -594,23 +616,42 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
     calls = {}
     aliases = _compiled_aliases(index)
 
-    class Calls(cst.CSTVisitor):
-        def __init__(self, caller: FunctionInfo) -> None:
-            self.caller = caller
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name):
-                name = aliases.get(node.func.value, node.func.value)
-                if name in index.functions or name in index.classes:
-                    calls.setdefault(name, []).append((node, self.caller))
+    def add(node: cst.CSTNode, caller: FunctionInfo | None) -> None:
+        for callee, call in _named_calls(node):
+            name = aliases.get(callee, callee)
+            if name in index.functions or name in index.classes:
+                calls.setdefault(name, []).append((call, caller))
 
     functions = list(index.functions.values()) + [m for c in index.classes.values() for m in c.methods.values()]
     for caller in functions:
-        caller.node.body.visit(Calls(caller))
+        add(caller.node.body, caller)
     for stmt in _top_level(index.module.body if index.module is not None else ()):
-        stmt.visit(Calls(None))  # `MODELS = {"a": make(_loss, _miner)}` at module level
+        add(stmt, None)  # `MODELS = {"a": make(_loss, _miner)}` at module level
     index.file_facts["_instances.calls"] = calls
     return calls
+
+
+def _named_calls(node: cst.CSTNode) -> list[tuple[str, cst.Call]]:
+    """(name, call) for every `name(...)` in `node`, kept while it is the same node (the
+    language server keeps the nodes of statements an edit did not touch)."""
+    kept = _NAMED_CALLS.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    found: list[tuple[str, cst.Call]] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if isinstance(call.func, cst.Name):
+                found.append((call.func.value, call))
+
+    node.visit(Calls())
+    if len(_NAMED_CALLS) > 50_000:
+        _NAMED_CALLS.clear()
+    _NAMED_CALLS[id(node)] = (node, found)
+    return found
+
+
+_NAMED_CALLS: dict[int, tuple] = {}
 
 
 def _compiled_aliases(index: ModuleIndex) -> dict[str, str]:
@@ -882,6 +923,9 @@ def _bindings(node: cst.FunctionDef) -> dict:
                     for target, value in zip(t.target.elements, stmt.value.elements):
                         if isinstance(target.value, cst.Name):
                             found.setdefault(target.value.value, ("value", value.value))
+                else:
+                    for name, value in _unpacked(t.target, stmt.value):
+                        found.setdefault(name, ("value", value))
         elif isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name):
             found.setdefault(stmt.target.value, ("value", stmt.value) if stmt.value is not None
                              else ("annotation", stmt.annotation.annotation))
@@ -936,6 +980,8 @@ def _module_bindings(index: ModuleIndex) -> tuple[dict, dict]:
                     for target in small.targets:
                         if isinstance(target.target, cst.Name):
                             bindings.setdefault(target.target.value, small.value)
+                        for name, value in _unpacked(target.target, small.value):
+                            bindings.setdefault(name, value)
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
                     bindings.setdefault(small.target.value, small.value)
                     annotations.setdefault(small.target.value, small.annotation.annotation)
@@ -984,6 +1030,31 @@ class _Returns(cst.CSTVisitor):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:
             self.values.append(node.value)
+
+
+_UNPACKED: dict[int, tuple] = {}
+
+
+def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, cst.Subscript]]:
+    """`tokenizer, model = load()`: each name with `load()[i]`, what unpacking the call's
+    result gives it (element_class reads the elements of what `load` returns); nothing after a
+    starred target, nothing for a value that is not a call."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call)):
+        return []
+    kept = _UNPACKED.get(id(value))
+    if kept is not None and kept[0] is value and kept[1] is target:
+        return kept[2]
+    out = []
+    for position, element in enumerate(target.elements):
+        if isinstance(element, cst.StarredElement):
+            break
+        if isinstance(element.value, cst.Name):
+            index = cst.Index(cst.Integer(str(position)))
+            out.append((element.value.value, cst.Subscript(value=value, slice=[cst.SubscriptElement(index)])))
+    if len(_UNPACKED) > 50_000:
+        _UNPACKED.clear()
+    _UNPACKED[id(value)] = (value, target, out)
+    return out
 
 
 def _returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -447,6 +447,41 @@ def test_a_compile_of_installed_code_says_it_is_not_read_without_follow_imports(
     assert [n["level"] for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]] == ["note", "note"]
 
 
+@pytest.mark.parametrize("build", [
+    "model = fakelib.Model().eval()",  # a module method that returns the module
+    "model = load()",  # what a helper of the file returns
+    "tokenizer, model = load_pair()",  # unpacked from a tuple a helper returns
+    "_, model = load_pair()",
+])
+def test_a_model_built_the_way_scripts_build_it_is_followed(tmp_path, site_packages, build, capsys):
+    """`tokenizer, model = load()` then `torch.compile(model)`: the model class is found
+    through the helper's return, with --follow-imports (its findings) and without (the note)."""
+    user = write(tmp_path / "proj", "infer.py", f"""
+        import torch
+        import fakelib
+
+
+        def load():
+            model = fakelib.Model()
+            return model.to("cpu")
+
+
+        def load_pair():
+            return "tokenizer", fakelib.Model().eval()
+
+
+        def main(x):
+            {build}
+            fast = torch.compile(model)
+            return fast(x)
+    """)
+    findings, errors = check([user], follow_imports=True)
+    assert not errors
+    assert [(f.code, f.library) for f in findings] == [("TCL201", "fakelib/models.py:10:12")]
+    result = run([str(user)], Config(torch_version="2.13"), jobs=1)
+    assert [(n.line, "fakelib.Model" in n.message) for n in result.notes] == [(17, True)]
+
+
 def test_without_follow_imports_installed_code_is_not_read(tmp_path, site_packages):
     user = write(tmp_path / "proj", "train.py", """
         import torch
