@@ -112,11 +112,21 @@ def target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
-def names_bound_in(block: cst.CSTNode) -> set[str]:
-    """The names a block assigns (not in nested defs)."""
+def names_bound_in(block: cst.CSTNode) -> frozenset[str]:
+    """The names a block assigns (not in nested defs). Kept per node: an editor's re-check
+    walks the same installed functions again."""
+    kept = _BOUND.get(id(block))
+    if kept is not None and kept[0] is block:
+        return kept[1]
     visitor = _BoundNames()
     block.visit(visitor)
-    return visitor.names
+    if len(_BOUND) > 50_000:
+        _BOUND.clear()
+    _BOUND[id(block)] = (block, frozenset(visitor.names))
+    return _BOUND[id(block)][1]
+
+
+_BOUND: dict[int, tuple] = {}
 
 
 def exits_under_compile(node: cst.If, truth: Callable[[cst.BaseExpression], bool | None]) -> bool:

@@ -24,18 +24,23 @@ def compiled_call_literals(scope: cst.CSTNode, compile_call: cst.Call, module_co
     in `scope` (a function's node, or the module). `module_compile`: `compile_call` is
     `model.compile()` and the calls are those of `model` after it. None when they cannot all be
     seen (see the module docstring)."""
-    if isinstance(scope, cst.FunctionDef):
-        scope = scope.body  # its own code, not a nested scope
-    found = _BoundName(compile_call, module_compile)
-    scope.visit(found)
-    if found.name is None:
+    uses = scope_uses(scope)
+    bound = uses.bindings.get((id(compile_call), module_compile))
+    if bound is None:
         return None
-    uses = _Uses(found.name, found.statement)
-    scope.visit(uses)
-    if uses.escapes or not uses.calls:
+    name, after = bound
+    calls = []
+    for event_name, what, nested, node, position in uses.events:
+        if event_name != name or (position < after and not nested):
+            continue  # before the compile, the name is the object it compiles (`model = Net()`)
+        if what == "call":
+            calls.append(node)
+        elif what != "read":
+            return None  # passed, stored, returned, rebound ...: called we know not how
+    if not calls:
         return None
     sites = []
-    for call in uses.calls:
+    for call in calls:
         literals: dict = {}
         position = 0
         for arg in call.args:
@@ -50,144 +55,195 @@ def compiled_call_literals(scope: cst.CSTNode, compile_call: cst.Call, module_co
     return sites
 
 
-class _BoundName(cst.CSTVisitor):
-    """The plain name the compiled object is bound to, and the statement binding it:
-    `gen = torch.compile(f)`; for `model.compile()`, `model` and that statement."""
+class ScopeUses(cst.CSTVisitor):
+    """Every use of a name in a scope, in source order, read in one pass per scope (a file
+    with twenty compile calls is read once, not twenty times):
 
-    def __init__(self, compile_call: cst.Call, module_compile: bool) -> None:
-        self.compile_call = compile_call
-        self.module_compile = module_compile
-        self.name: str | None = None
-        self.statement: cst.CSTNode | None = None
+    * `events`: (name, what, nested, node, position) with `what` one of "call" (the function
+      of a call: the node is the call), "read" (an attribute read, `model.eval()`), "bind"
+      (assigned, deleted, a parameter or `global` of that name) or "use" (anything else);
+      `nested`: inside a def, lambda or class of the scope, which may run at any time;
+      `position`: the event's index;
+    * `bindings`: (id of a call, whether it is `x.compile()`) -> (the plain name the compiled
+      object is bound to, the position of the first event after that statement), for
+      `name = <call>`, `name: T = <call>` and the statement `name.compile()`."""
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if (not self.module_compile and node.value is self.compile_call and len(node.targets) == 1
-                and isinstance(node.targets[0].target, cst.Name)):
-            self.name, self.statement = node.targets[0].target.value, node
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+        self.bindings: dict[tuple[int, bool], tuple[str, int]] = {}
+        self._nested = 0
+        self._callees: set[int] = set()
+        self._readers: set[int] = set()  # Name nodes that are an attribute's object, or no variable
+        self._binders: set[int] = set()  # Name nodes bound by an assignment target and the like
+        self._pending: list[tuple] = []  # (statement, key, name): recorded when the statement ends
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if not self.module_compile and node.value is self.compile_call and isinstance(node.target, cst.Name):
-            self.name, self.statement = node.target.value, node
+    def _event(self, name: str, what: str, node: cst.CSTNode) -> None:
+        self.events.append((name, what, self._nested > 0, node, len(self.events)))
 
-    def visit_Expr(self, node: cst.Expr) -> None:
-        call = self.compile_call
-        if (self.module_compile and node.value is call and isinstance(call.func, cst.Attribute)
-                and isinstance(call.func.value, cst.Name)):
-            self.name, self.statement = call.func.value.value, node
-
-
-class _Uses(cst.CSTVisitor):
-    """The calls of `name` that can see the binding made by `statement`, and whether the name
-    is used any other way there (passed, stored, returned, rebound).
-
-    Uses in the scope's own code before the statement see an earlier binding (`model =
-    Net(); model = torch.compile(model)`) and are left out; uses inside nested functions and
-    classes may run at any time and all count."""
-
-    def __init__(self, name: str, statement: cst.CSTNode) -> None:
-        self.name = name
-        self.statement = statement
-        self.after = False
-        self.nested = 0
-        self.calls: list[cst.Call] = []
-        self.escapes = False
-        self._callees: set[int] = set()  # Name nodes that are a call's function
-        self._readers: set[int] = set()  # Name nodes whose attribute is read
-
-    def _counts(self) -> bool:
-        return self.after or self.nested > 0
-
+    # scopes inside the scope
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.nested += 1
+        self._event(node.name.value, "bind", node)
+        self._readers.add(id(node.name))
+        self._nested += 1
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.nested -= 1
+        self._nested -= 1
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.nested += 1
+        self._nested += 1
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self.nested -= 1
+        self._nested -= 1
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.nested += 1
+        self._event(node.name.value, "bind", node)
+        self._readers.add(id(node.name))
+        self._nested += 1
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.nested -= 1
+        self._nested -= 1
 
     def visit_Param(self, node: cst.Param) -> None:
-        if node.name.value == self.name:
-            self.escapes = True  # a parameter of the same name shadows it somewhere
+        self._event(node.name.value, "bind", node)
+        self._readers.add(id(node.name))
+
+    # the statements that bind a compiled object
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._pending.append((node, (id(node.value), False), node.targets[0].target.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+        if isinstance(node.value, cst.Call) and isinstance(node.target, cst.Name):
+            self._pending.append((node, (id(node.value), False), node.target.value))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+            self._pending.append((node, (id(call), True), call.func.value.value))
+
+    def _leave_statement(self, node: cst.CSTNode) -> None:
+        if self._pending and self._pending[-1][0] is node:
+            _, key, name = self._pending.pop()
+            if self._nested == 0:
+                self.bindings[key] = (name, len(self.events))
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
-        if original_node is self.statement:
-            self.after = True
+        self._leave_statement(original_node)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
-        if original_node is self.statement:
-            self.after = True
+        self._leave_statement(original_node)
 
     def leave_Expr(self, original_node: cst.Expr) -> None:
-        if original_node is self.statement:
-            self.after = True
+        self._leave_statement(original_node)
 
+    # bindings of any name
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self._event(item.name.value, "bind", node)
+            self._readers.add(id(item.name))
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self._event(item.name.value, "bind", node)
+            self._readers.add(id(item.name))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        name = node.asname.name if node.asname is not None else node.name
+        if isinstance(name, cst.Name):
+            self._event(name.value, "bind", node)
+        return False
+
+    def _bind(self, target: cst.BaseExpression) -> None:
+        for name in _target_names(target):
+            if isinstance(name, cst.Name):
+                self._binders.add(id(name))
+
+    # uses
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == self.name:
+        if isinstance(node.func, cst.Name):
             self._callees.add(id(node.func))
-            if self._counts():
-                self.calls.append(node)
+            self._event(node.func.value, "call", node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._readers.add(id(node.attr))  # `x.gen` names no variable
-        if isinstance(node.value, cst.Name) and node.value.value == self.name:
+        if isinstance(node.value, cst.Name):
             self._readers.add(id(node.value))
+            self._event(node.value.value, "read", node)
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
             self._readers.add(id(node.keyword))  # `f(gen=...)`: a keyword, not the variable
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._binding(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node is not self.statement:
-            self._binding(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._binding(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._binding(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._binding(node.asname.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._binding(node.target)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        if any(item.name.value == self.name for item in node.names):
-            self.escapes = True
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        if any(item.name.value == self.name for item in node.names):
-            self.escapes = True
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._binding(node.target)
-
-    def _binding(self, target: cst.BaseExpression) -> None:
-        # A rebinding after the compile (or in a nested scope) changes what later calls call.
-        if self._counts() and any(isinstance(n, cst.Name) and n.value == self.name for n in _target_names(target)):
-            self.escapes = True
-
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value != self.name or not self._counts():
+        key = id(node)
+        if key in self._callees or key in self._readers:
             return
-        if id(node) in self._callees or id(node) in self._readers:
-            return
-        self.escapes = True  # passed, stored, returned, compared ...: called we know not how
+        self._event(node.value, "bind" if key in self._binders else "use", node)
+
+
+def scope_uses(scope: cst.CSTNode) -> ScopeUses:
+    """ScopeUses of a function's node (its body: its own code) or a module, once per node. A
+    module's are joined from its top-level statements', each kept while the statement is the
+    same node: the language server re-parses only the statements an edit touched, so a
+    re-check reads one statement again, not the file."""
+    kept = _SCOPES.get(id(scope))
+    if kept is not None and kept[0] is scope:
+        return kept[1]
+    if isinstance(scope, cst.Module):
+        uses = ScopeUses()
+        for statement in scope.body:
+            part = _kept(statement)
+            offset = len(uses.events)
+            uses.events.extend((name, what, nested, node, position + offset)
+                               for name, what, nested, node, position in part.events)
+            uses.bindings.update((key, (name, after + offset)) for key, (name, after) in part.bindings.items())
+    else:
+        uses = _kept(scope.body if isinstance(scope, cst.FunctionDef) else scope)
+    _remember(_SCOPES, scope, uses)
+    return uses
+
+
+def _kept(node: cst.CSTNode) -> ScopeUses:
+    kept = _PARTS.get(id(node))
+    if kept is not None and kept[0] is node:
+        return kept[1]
+    uses = ScopeUses()
+    node.visit(uses)
+    _remember(_PARTS, node, uses)
+    return uses
+
+
+def _remember(memo: dict, node: cst.CSTNode, uses: ScopeUses) -> None:
+    if len(memo) > 50_000:
+        memo.clear()
+    memo[id(node)] = (node, uses)
+
+
+_SCOPES: dict[int, tuple] = {}  # a function's node or a module -> its ScopeUses
+_PARTS: dict[int, tuple] = {}  # a top-level statement or a body -> its ScopeUses
 
 
 def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -366,3 +366,33 @@ def test_an_edit_interrupts_the_analysis_of_the_older_text(tmp_path):
         assert arrived - changed < 5
     finally:
         client.close()
+
+
+def test_an_analysis_over_budget_is_tried_once_more_then_noted(monkeypatch):
+    """A stopped analysis keeps what it read (installed files parsed): the second try of a cold
+    `--follow-imports` analysis finishes; one stopped twice gives the note."""
+    import asyncio
+
+    from tcl import lsp
+    from tcl.lsp_worker import OverBudget
+
+    class Worker:
+        def __init__(self, failures):
+            self.failures, self.calls = failures, 0
+
+        async def run(self, key, work):
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise OverBudget()
+            return work()
+
+    server = lsp.TclServer()
+    monkeypatch.setattr(server, "analyse", lambda uri, version, text: f"analysed {version}")
+    monkeypatch.setattr(server, "_note_only", lambda uri, version, text, message: message)
+    monkeypatch.setattr(server, "_after_analysis", lambda: None)
+    for failures, expected in [(0, "analysed 1"), (lsp.OVER_BUDGET_RETRIES, "analysed 1"),
+                               (lsp.OVER_BUDGET_RETRIES + 1, "tcl stopped analysing")]:
+        server.worker = Worker(failures)
+        done = asyncio.run(server._run_analysis("file:///x.py", 1, "x = 1\n"))
+        assert done.startswith(expected), (failures, done)
+        assert server.worker.calls == min(failures + 1, lsp.OVER_BUDGET_RETRIES + 1)
