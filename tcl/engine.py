@@ -397,6 +397,12 @@ class Analyzer:
         if where is None:
             return None
         start, end = where.start, where.end
+        lpar = getattr(candidate.node, "lpar", None)
+        opening = ranges.get(lpar[0]) if lpar else None
+        if opening is not None:
+            # `if (\n    a\n    and t.any()\n):`: Dynamo may name the line of the `(` (where the
+            # `if` is), so the finding covers it (and its line and column are the `(`'s)
+            start = opening.start
         if noqa.suppressed(candidate.rule.code, start.line, end.line):
             return None
         message, note = _message(candidate, hidden)

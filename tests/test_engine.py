@@ -791,3 +791,50 @@ def test_another_call_in_the_file_passing_another_value_keeps_the_branch():
         return self._once(x, profile=True)
 '''
     assert findings(code) == [("TCL104", 24)]
+
+
+MULTI_LINE_TEST = """
+import torch
+
+
+@torch.compile
+def pick(x, flag: bool):
+    if (
+        flag
+        and x.shape[0] > 1
+        and (x > 0).all()
+    ):
+        return x + 1
+    return x * 2
+
+
+@torch.compile
+def keep(x, mask):
+    if (
+        mask is not None
+        and (mask == 1).all()
+    ):
+        return x
+    return x * mask
+"""
+
+
+def test_a_parenthesised_test_is_reported_from_its_opening_parenthesis():
+    """Dynamo names a line of a multi-line `if (...)` that is not always the tensor operand's:
+    above, an earlier operand's; in transformers' generate (eval/user_scripts/truth.json,
+    generation/utils.py:2899) the `if (` line itself. So the finding covers the whole
+    parenthesised test, from the `(`, and the compiler's line is inside it."""
+    import pytest
+
+    report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(MULTI_LINE_TEST), "m.py")
+    spans = [(f.code, f.line, f.end_line) for f in report.findings]
+    assert spans == [("TCL201", 7, 10), ("TCL201", 18, 20)]
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    for entry, args, (_, first, last) in [("pick", "(torch.randn(3), True)", spans[0]),
+                                          ("keep", "(torch.randn(3), torch.ones(3))", spans[1])]:
+        result = probe_source(textwrap.dedent(MULTI_LINE_TEST), entry, args)
+        assert result.exception is None, result.exception
+        lines = {b.line for b in result.breaks}
+        assert lines and all(first <= line <= last for line in lines), (entry, lines)
