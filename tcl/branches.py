@@ -12,6 +12,7 @@ import libcst as cst
 
 from .module_index import ModuleIndex
 from .names import source_text
+from .node_memo import per_node
 
 TENSOR_TYPES = frozenset({
     "torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.FloatTensor",
@@ -115,15 +116,12 @@ def target_names(target: cst.BaseExpression) -> set[str]:
 def names_bound_in(block: cst.CSTNode) -> frozenset[str]:
     """The names a block assigns (not in nested defs). Kept per node: an editor's re-check
     walks the same installed functions again."""
-    kept = _BOUND.get(id(block))
-    if kept is not None and kept[0] is block:
-        return kept[1]
-    visitor = _BoundNames()
-    block.visit(visitor)
-    if len(_BOUND) > 50_000:
-        _BOUND.clear()
-    _BOUND[id(block)] = (block, frozenset(visitor.names))
-    return _BOUND[id(block)][1]
+    def compute() -> frozenset[str]:
+        visitor = _BoundNames()
+        block.visit(visitor)
+        return frozenset(visitor.names)
+
+    return per_node(_BOUND, block, compute)
 
 
 _BOUND: dict[int, tuple] = {}

@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from .instances import InstanceResolver, _bindings, _function_binding, _returned_values, rebound_values
+from .instances import InstanceResolver, _bindings, _function_binding, returned_values, rebound_values
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
 from .project import module_name_of
@@ -251,7 +251,7 @@ class CallResolver(InstanceResolver):
         getter = self.resolve_call(value, caller)
         if getter is None or getter.owner is None:
             return []
-        returns = _returned_values(getter.node)
+        returns = returned_values(getter.node)
         targets: list[FunctionInfo] = []
         for returned in returns:
             fetched = self.named_method_targets(returned, getter)

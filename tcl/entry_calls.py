@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .node_memo import per_node
 from .params import UNKNOWN, literal_value
 
 
@@ -205,41 +206,32 @@ class ScopeUses(cst.CSTVisitor):
 
 
 def scope_uses(scope: cst.CSTNode) -> ScopeUses:
-    """ScopeUses of a function's node (its body: its own code) or a module, once per node. A
-    module's are joined from its top-level statements', each kept while the statement is the
-    same node: the language server re-parses only the statements an edit touched, so a
-    re-check reads one statement again, not the file."""
-    kept = _SCOPES.get(id(scope))
-    if kept is not None and kept[0] is scope:
-        return kept[1]
-    if isinstance(scope, cst.Module):
+    """ScopeUses of a function's node (its body: its own code) or a module, once per node
+    (tcl/node_memo.py). A module's are joined from its top-level statements', each kept while
+    the statement lives: the language server re-parses only the statements an edit touched, so
+    a re-check reads one statement again, not the file."""
+    def joined() -> ScopeUses:
+        if not isinstance(scope, cst.Module):
+            return _uses_in(scope.body if isinstance(scope, cst.FunctionDef) else scope)
         uses = ScopeUses()
         for statement in scope.body:
-            part = _kept(statement)
+            part = _uses_in(statement)
             offset = len(uses.events)
             uses.events.extend((name, what, nested, node, position + offset)
                                for name, what, nested, node, position in part.events)
             uses.bindings.update((key, (name, after + offset)) for key, (name, after) in part.bindings.items())
-    else:
-        uses = _kept(scope.body if isinstance(scope, cst.FunctionDef) else scope)
-    _remember(_SCOPES, scope, uses)
-    return uses
+        return uses
+
+    return per_node(_SCOPES, scope, joined)
 
 
-def _kept(node: cst.CSTNode) -> ScopeUses:
-    kept = _PARTS.get(id(node))
-    if kept is not None and kept[0] is node:
-        return kept[1]
-    uses = ScopeUses()
-    node.visit(uses)
-    _remember(_PARTS, node, uses)
-    return uses
+def _uses_in(node: cst.CSTNode) -> ScopeUses:
+    def compute() -> ScopeUses:
+        uses = ScopeUses()
+        node.visit(uses)
+        return uses
 
-
-def _remember(memo: dict, node: cst.CSTNode, uses: ScopeUses) -> None:
-    if len(memo) > 50_000:
-        memo.clear()
-    memo[id(node)] = (node, uses)
+    return per_node(_PARTS, node, compute)
 
 
 _SCOPES: dict[int, tuple] = {}  # a function's node or a module -> its ScopeUses

@@ -24,7 +24,7 @@ import libcst as cst
 from . import entries as entries_module
 from .dataflow import Kind
 from .entry_calls import compiled_call_literals
-from .instances import container_elements
+from .instances import constant_index, container_elements, returned_values
 from .module_index import FunctionInfo
 from .params import entry_param_kinds
 
@@ -208,7 +208,9 @@ class EntryPoints:
         position = None  # `tokenizer, model = load()`: the element of what `load` returns
         for _ in range(MAX_ORIGIN_STEPS):
             if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
-                position, expr = _subscript_position(expr), expr.value
+                position, expr = constant_index(expr), expr.value
+                if position is not None and position < 0:
+                    position = None
             if isinstance(expr, cst.Call):
                 expr = expr.func
             if isinstance(expr, (cst.Name, cst.Attribute)):
@@ -295,18 +297,9 @@ class EntryPoints:
         return wrappers
 
 
-def _subscript_position(node: cst.Subscript) -> int | None:
-    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-            and isinstance(node.slice[0].slice.value, cst.Integer):
-        return int(node.slice[0].slice.value.value)
-    return None
-
-
 def _returned_at(helper: FunctionInfo, position: int | None) -> cst.BaseExpression | None:
     """The first value `helper` returns (element `position` of a returned tuple display)."""
-    from .instances import _returned_values
-
-    for value in _returned_values(helper.node):
+    for value in returned_values(helper.node):
         if position is None:
             return value
         if isinstance(value, (cst.Tuple, cst.List)) and position < len(value.elements) \

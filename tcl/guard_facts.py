@@ -157,10 +157,10 @@ def _keyword_value(node: cst.BaseExpression, constants: dict):
     key = literal_value(node.args[0].value)
     if not isinstance(known, KnownKeywords) or key is None:
         return None
-    values = dict(known.items)
-    if key[1] not in values:
+    present, value = known.lookup(key[1])
+    if present is False:
         return literal_value(node.args[1].value) if len(node.args) == 2 else (True, None)
-    return None if values[key[1]] is UNKNOWN else (True, values[key[1]])
+    return None if present is None else (True, value)
 
 
 def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
@@ -181,8 +181,7 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
             key = literal_value(test.left)
             if not isinstance(known, KnownKeywords) or key is None:
                 return None
-            values = dict(known.items)
-            present = False if key[1] not in values else None if values[key[1]] is UNKNOWN else True
+            present = known.lookup(key[1])[0]
             return None if present is None else present == isinstance(target.operator, cst.In)
         looked_up = _keyword_value(test.left, constants)
         if looked_up is None:

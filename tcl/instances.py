@@ -27,7 +27,8 @@ from __future__ import annotations
 import libcst as cst
 
 from .dataflow import field_annotation_kind
-from .module_index import ClassInfo, FunctionInfo, ModuleIndex
+from .module_index import ClassInfo, FunctionInfo, ModuleIndex, named_calls
+from .node_memo import per_node
 
 # nn.Module (and tensor-like) methods that return the object itself.
 RETURNS_SELF = frozenset({
@@ -123,7 +124,7 @@ class InstanceResolver:
         if isinstance(expr, cst.Call):
             return self._call_class(expr, function, index, depth)
         if isinstance(expr, cst.Subscript):  # `self.layers[i]`, `self.layer[-1]`
-            return self.element_class(expr.value, function, index, depth + 1, _constant_index(expr))
+            return self.element_class(expr.value, function, index, depth + 1, constant_index(expr))
         return None
 
     def element_class(self, expr: cst.BaseExpression, function: FunctionInfo | None, index: ModuleIndex,
@@ -150,7 +151,7 @@ class InstanceResolver:
             function = None
         elif isinstance(expr, cst.Name):
             bound = _function_binding(function.node, expr.value) if function is not None else None
-            value = bound[1] if bound is not None and bound[0] == "value" else _module_binding(index, expr.value)
+            value = bound[1] if bound is not None and bound[0] == "value" else module_binding(index, expr.value)
         elif isinstance(expr, cst.Call) and position is not None:
             return self._returned_element_class(expr, function, index, depth, position)
         elements = container_elements(value, index)
@@ -296,7 +297,7 @@ class InstanceResolver:
             return None
         classes = set()
         found = None
-        for returned in _returned_values(callee.node):
+        for returned in returned_values(callee.node):
             if not isinstance(returned, (cst.Tuple, cst.List)) or len(returned.elements) <= position:
                 return None
             element = returned.elements[position]
@@ -337,7 +338,7 @@ class InstanceResolver:
                 found = self._class_of_name(annotation, function.index)
         if found is None:
             classes = {id(c): c for c in (self.instance_class(value, function, function.index, depth + 1)
-                                          for value in _returned_values(function.node))}
+                                          for value in returned_values(function.node))}
             if len(classes) == 1 and None not in classes.values():
                 found = next(iter(classes.values()))
         memo[key] = found
@@ -432,7 +433,7 @@ class InstanceResolver:
                     return (cls, scope, scope.index) if cls is not None else None
                 return value, scope, scope.index
             scope = scope.enclosing
-        value = _module_binding(index, name)
+        value = module_binding(index, name)
         return (value, None, index) if value is not None else None
 
     def _declared_class(self, name: str, where: FunctionInfo | None, index: ModuleIndex) -> ClassInfo | None:
@@ -525,7 +526,7 @@ class InstanceResolver:
             local = index.functions.get(expr.value)
             if local is not None:
                 return local
-            value = _module_binding(index, expr.value)
+            value = module_binding(index, expr.value)
             if value is not None:
                 return self.function_value(value, None, index, depth + 1)
         if (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
@@ -540,7 +541,7 @@ class InstanceResolver:
             return found if isinstance(found, FunctionInfo) else None
         if isinstance(expr, cst.Call):
             factory = self.function_value(expr.func, function, index, depth + 1)
-            returned = [v for v in _returned_values(factory.node) if isinstance(v, cst.Name)] if factory else []
+            returned = [v for v in returned_values(factory.node) if isinstance(v, cst.Name)] if factory else []
             if returned:
                 return self.nested_def(factory, returned[0].value)
         return None
@@ -617,7 +618,9 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
     aliases = _compiled_aliases(index)
 
     def add(node: cst.CSTNode, caller: FunctionInfo | None) -> None:
-        for callee, call in _named_calls(node):
+        for callee, call, on_self in named_calls(node):
+            if on_self:
+                continue
             name = aliases.get(callee, callee)
             if name in index.functions or name in index.classes:
                 calls.setdefault(name, []).append((call, caller))
@@ -629,29 +632,6 @@ def _calls_by_name(index: ModuleIndex) -> dict[str, list]:
         add(stmt, None)  # `MODELS = {"a": make(_loss, _miner)}` at module level
     index.file_facts["_instances.calls"] = calls
     return calls
-
-
-def _named_calls(node: cst.CSTNode) -> list[tuple[str, cst.Call]]:
-    """(name, call) for every `name(...)` in `node`, kept while it is the same node (the
-    language server keeps the nodes of statements an edit did not touch)."""
-    kept = _NAMED_CALLS.get(id(node))
-    if kept is not None and kept[0] is node:
-        return kept[1]
-    found: list[tuple[str, cst.Call]] = []
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if isinstance(call.func, cst.Name):
-                found.append((call.func.value, call))
-
-    node.visit(Calls())
-    if len(_NAMED_CALLS) > 50_000:
-        _NAMED_CALLS.clear()
-    _NAMED_CALLS[id(node)] = (node, found)
-    return found
-
-
-_NAMED_CALLS: dict[int, tuple] = {}
 
 
 def _compiled_aliases(index: ModuleIndex) -> dict[str, str]:
@@ -721,7 +701,7 @@ def _self_writes(owner: ClassInfo) -> tuple[dict, dict]:
 _WRITES: dict[int, tuple] = {}
 
 
-def _constant_index(node: cst.Subscript) -> int | None:
+def constant_index(node: cst.Subscript) -> int | None:
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     value = node.slice[0].slice.value
@@ -963,7 +943,7 @@ def _function_binding(node: cst.FunctionDef, name: str):
     return (kind, value) if value is not None else None
 
 
-def _module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
+def module_binding(index: ModuleIndex, name: str) -> cst.BaseExpression | None:
     return _module_bindings(index)[0].get(name)
 
 
@@ -1032,32 +1012,31 @@ class _Returns(cst.CSTVisitor):
             self.values.append(node.value)
 
 
-_UNPACKED: dict[int, tuple] = {}
+_UNPACKED: dict[int, tuple] = {}  # assignment target -> _unpacked's answer (tcl/node_memo.py)
 
 
 def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, cst.Subscript]]:
     """`tokenizer, model = load()`: each name with `load()[i]`, what unpacking the call's
     result gives it (element_class reads the elements of what `load` returns); nothing after a
-    starred target, nothing for a value that is not a call."""
+    starred target, nothing for a value that is not a call. The subscripts are made once per
+    target, so they keep their identity across the bindings' readers."""
     if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call)):
         return []
-    kept = _UNPACKED.get(id(value))
-    if kept is not None and kept[0] is value and kept[1] is target:
-        return kept[2]
-    out = []
-    for position, element in enumerate(target.elements):
-        if isinstance(element, cst.StarredElement):
-            break
-        if isinstance(element.value, cst.Name):
-            index = cst.Index(cst.Integer(str(position)))
-            out.append((element.value.value, cst.Subscript(value=value, slice=[cst.SubscriptElement(index)])))
-    if len(_UNPACKED) > 50_000:
-        _UNPACKED.clear()
-    _UNPACKED[id(value)] = (value, target, out)
-    return out
+
+    def compute() -> list[tuple[str, cst.Subscript]]:
+        out = []
+        for position, element in enumerate(target.elements):
+            if isinstance(element, cst.StarredElement):
+                break
+            if isinstance(element.value, cst.Name):
+                index = cst.Index(cst.Integer(str(position)))
+                out.append((element.value.value, cst.Subscript(value=value, slice=[cst.SubscriptElement(index)])))
+        return out
+
+    return per_node(_UNPACKED, target, compute)
 
 
-def _returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:
+def returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:
     visitor = _Returns(node)
     node.visit(visitor)
     return visitor.values

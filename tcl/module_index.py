@@ -12,6 +12,7 @@ import libcst as cst
 
 from . import torch_facts
 from .names import ImportMap, canonical, dotted
+from .node_memo import per_node
 
 COMPILE_NAMES = frozenset({"torch.compile"})
 DISABLE_NAMES = frozenset({"torch.compiler.disable", "torch._dynamo.disable"})
@@ -470,3 +471,27 @@ def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | N
             kept = memo[id(statement)] = (statement, calls)
         for call, owner, scope in kept[1]:
             _record_compile_target(call, index, index.classes.get(owner) if owner else None, scope, statement)
+
+
+def named_calls(node: cst.CSTNode) -> list[tuple[str, cst.Call, bool]]:
+    """(name, call, whether on `self`) for every `name(...)` and `self.name(...)` in `node`,
+    kept while the node lives (tcl/node_memo.py): the calls of a file's functions by name,
+    which tcl/params.py and tcl/instances.py read per statement or per def."""
+    def compute() -> list[tuple[str, cst.Call, bool]]:
+        found: list[tuple[str, cst.Call, bool]] = []
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                if isinstance(func, cst.Name):
+                    found.append((func.value, call, False))
+                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    found.append((func.attr.value, call, True))
+
+        node.visit(Calls())
+        return found
+
+    return per_node(_NAMED_CALLS, node, compute)
+
+
+_NAMED_CALLS: dict[int, tuple] = {}

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .node_memo import per_node
+
 _EXITS = (cst.Continue, cst.Return, cst.Raise, cst.Break)
 _COMPREHENSIONS = (cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)
 
@@ -185,15 +187,12 @@ def narrowed_calls(function: cst.FunctionDef) -> dict[int, dict[str, list[cst.Ba
     nested in it) that runs where an isinstance() test has narrowed a name. Kept per def node:
     an editor's re-check walks the same installed functions again (session 32: a third of a
     warm re-check of a script compiling `generate` went here)."""
-    kept = _NARROWED.get(id(function))
-    if kept is not None and kept[0] is function:
-        return kept[1]
-    visitor = _Narrowing()
-    function.body.visit(visitor)
-    if len(_NARROWED) > 50_000:
-        _NARROWED.clear()
-    _NARROWED[id(function)] = (function, visitor.calls)
-    return visitor.calls
+    def compute() -> dict[int, dict[str, list[cst.BaseExpression]]]:
+        visitor = _Narrowing()
+        function.body.visit(visitor)
+        return visitor.calls
+
+    return per_node(_NARROWED, function, compute)
 
 
 _NARROWED: dict[int, tuple] = {}

@@ -19,7 +19,7 @@ from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .evidence import EVIDENCE_KINDS, parameter_evidence
 from .evidence import TENSOR as TENSOR_EVIDENCE
 from .kinds import SELF
-from .module_index import FunctionInfo
+from .module_index import FunctionInfo, named_calls
 
 if TYPE_CHECKING:
     from .walker import CallSite
@@ -301,8 +301,8 @@ def untraced_literals(function: FunctionInfo) -> dict[str, set]:
     if table is None:
         table = {}
         for statement in index.module.body:  # per statement: an editor's re-check reads one again
-            for name, calls in _calls_by_name(statement).items():
-                table.setdefault(name, []).extend(calls)
+            for name, call, _ in named_calls(statement):
+                table.setdefault(name, []).append(call)
         index.file_facts["_params.literal_calls"] = table
     positional = _positional_params(function)
     names = [p.name.value for p in positional]
@@ -322,35 +322,6 @@ def untraced_literals(function: FunctionInfo) -> dict[str, set]:
             if literal is not None:
                 found.setdefault(name, set()).add((type(literal[1]), literal[1]))
     return found
-
-
-def _calls_by_name(statement: cst.CSTNode) -> dict[str, list[cst.Call]]:
-    """name -> the calls `name(...)` and `self.name(...)` in one top-level statement, kept while
-    the statement is the same node."""
-    kept = _STATEMENT_CALLS.get(id(statement))
-    if kept is not None and kept[0] is statement:
-        return kept[1]
-    table: dict[str, list[cst.Call]] = {}
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func
-            if isinstance(func, cst.Name):
-                name = func.value
-            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == SELF:
-                name = func.attr.value
-            else:
-                return
-            table.setdefault(name, []).append(node)
-
-    statement.visit(Calls())
-    if len(_STATEMENT_CALLS) > 50_000:
-        _STATEMENT_CALLS.clear()
-    _STATEMENT_CALLS[id(statement)] = (statement, table)
-    return table
-
-
-_STATEMENT_CALLS: dict[int, tuple] = {}
 
 
 def constant_params(function: FunctionInfo, sites: list[CallSite]) -> dict:
@@ -401,6 +372,14 @@ class KnownKeywords(NamedTuple):
     (`keywords_escape`)."""
 
     items: tuple
+
+    def lookup(self, key) -> tuple[bool | None, object]:
+        """(whether every call passes `key`: None where only some do or with other values,
+        the literal they pass)."""
+        for name, value in self.items:
+            if name == key:
+                return (None, None) if value is UNKNOWN else (True, value)
+        return False, None
 
 
 def agreed_literals(function: FunctionInfo, sites: list[tuple]) -> dict:

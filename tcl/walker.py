@@ -699,11 +699,12 @@ class FunctionWalker(cst.CSTVisitor):
                 if name not in self._keywords_escape:
                     named = {k: v for k, v in self.constants.items()
                              if k not in self.assigned and not isinstance(v, KnownKeywords)}
-                    self._keywords_escape[name] = keywords_escape(
-                        self.function, name, value,
-                        lambda test: static_truth(test, self.index, self.assume, self.version)
-                        if static_truth(test, self.index, self.assume, self.version) is not None
-                        else constant_truth(test, named))
+
+                    def decided(test: cst.BaseExpression):
+                        truth = static_truth(test, self.index, self.assume, self.version)
+                        return truth if truth is not None else constant_truth(test, named)
+
+                    self._keywords_escape[name] = keywords_escape(self.function, name, value, decided)
                 here = self._statement_index(at)
                 if here is None or here >= self._keywords_escape[name]:
                     continue

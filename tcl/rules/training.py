@@ -23,6 +23,7 @@ import libcst as cst
 
 from .. import torch_facts
 from ..dataflow import Kind
+from ..instances import module_binding
 from ..names import dotted
 from .base import Example, Rule
 
@@ -57,13 +58,8 @@ def receiver_role(node: cst.BaseExpression, ctx) -> str | None:
     """"Optimizer", "LRScheduler" or None for the receiver of a method call."""
     if ctx.kind(node) == Kind.MODULE:
         return None
-    origin = None
-    if isinstance(node, cst.Name):
-        origin = ctx.origins.get(node.value)
-    elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
-            and ctx.function.owner is not None:
-        origin = ctx.function.owner.attributes.get(node.attr.value)
-    if isinstance(origin, cst.Call):
+    origin = constructor_of(node, ctx, module_level=False)
+    if origin is not None:
         role = _role_of_constructor(origin, ctx)
         if role is not None:
             return role
@@ -138,17 +134,17 @@ def fn(x):
             ctx.report(self, node, self.message.format(what=what, method=method), gb=gb)
 
 
-def constructor_of(node: cst.BaseExpression, ctx) -> cst.Call | None:
+def constructor_of(node: cst.BaseExpression, ctx, module_level: bool = True) -> cst.Call | None:
     """The call that built the object `node` names: a local's last assignment, a `self.`
-    attribute's assignment in the class, or a top-level assignment of the module the function
-    reads (`optimizer = torch.optim.AdamW(...)` above a compiled `train_step`)."""
+    attribute's assignment in the class, or (`module_level`) a top-level assignment of the
+    module the function reads (`optimizer = torch.optim.AdamW(...)` above a compiled
+    `train_step`)."""
     origin = None
     if isinstance(node, cst.Name):
         origin = ctx.origins.get(node.value)
-        if origin is None and not ctx.is_parameter(node.value) and not ctx.is_intermediate(node.value):
-            from ..instances import _module_binding
-
-            origin = _module_binding(ctx.index, node.value)
+        if (origin is None and module_level and not ctx.is_parameter(node.value)
+                and not ctx.is_intermediate(node.value)):
+            origin = module_binding(ctx.index, node.value)
     elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
             and ctx.function.owner is not None:
         origin = ctx.function.owner.attributes.get(node.attr.value)
