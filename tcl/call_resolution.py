@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from .instances import InstanceResolver, _bindings, _function_binding, returned_values, rebound_values
+from .instances import InstanceResolver, _bindings, _function_binding, module_binding, returned_values, rebound_values
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
 from .project import module_name_of
@@ -212,7 +212,7 @@ class CallResolver(InstanceResolver):
         parts (`"{}_reduction".format(kind)`, `f"assert_sizes_{kind}"`, `"_" + mode`): every
         method of the object's class, its bases and (when the compiled class is not known)
         its subclasses whose name fits. A name with no constant part fetches nothing known."""
-        pattern = getattr_self_pattern(expr)
+        pattern = getattr_self_pattern(expr, caller.index)
         owner = caller.owner
         if pattern is None or owner is None:
             return []
@@ -241,7 +241,17 @@ class CallResolver(InstanceResolver):
         if not isinstance(func, cst.Name) or caller.node is None:
             return []
         bound = _function_binding(caller.node, func.value)
-        if bound is None or bound[0] != "value" or not isinstance(bound[1], cst.Call):
+        if bound is None or bound[0] != "value":
+            return []
+        values = rebound_values(caller.node, func.value)
+        if values:
+            # `decoding_method = custom_generate` in one branch, `getattr(type(self),
+            # MODES[mode])` in the other (transformers' generate): what the fetches may call
+            targets: list[FunctionInfo] = []
+            for value in values:
+                targets.extend(f for f in self.named_method_targets(value, caller) if f not in targets)
+            return targets
+        if not isinstance(bound[1], cst.Call):
             return []
         value = bound[1]
         found = self.named_method_targets(value, caller)
@@ -497,18 +507,61 @@ class CallResolver(InstanceResolver):
         return None
 
 
-def getattr_self_pattern(expr: cst.BaseExpression) -> "re.Pattern[str] | None":
-    """`getattr(self, NAME)` -> a regex of the attribute names NAME may spell: a string
-    literal exactly, `"a_{}".format(x)` / `f"a_{x}"` / `"a_" + x` with every unknown part an
-    identifier fragment; None when NAME has no constant part or the call is not getattr on self."""
+def getattr_self_pattern(expr: cst.BaseExpression, index=None) -> "re.Pattern[str] | None":
+    """`getattr(self, NAME)` (or of `type(self)` / `self.__class__`) -> a regex of the
+    attribute names NAME may spell: a string literal exactly, `"a_{}".format(x)` / `f"a_{x}"` /
+    `"a_" + x` with every unknown part an identifier fragment, or with `index` (the caller's
+    module) one of the string values of a module-level dict display it looks up
+    (`getattr(type(self), GENERATION_MODES_MAPPING[mode])`); None when NAME has no constant
+    part or the call is not getattr on self."""
     if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "getattr"
-            and len(expr.args) == 2 and isinstance(expr.args[0].value, cst.Name)
-            and expr.args[0].value.value == "self"):
+            and len(expr.args) == 2 and _is_self_or_its_class(expr.args[0].value)):
         return None
-    parts = _name_parts(expr.args[1].value)
+    name = expr.args[1].value
+    if index is not None:
+        values = _table_strings(name, index)
+        if values:
+            return re.compile("|".join(re.escape(v) for v in sorted(values)))
+    parts = _name_parts(name)
     if parts is None or not any(p for p in parts if p is not None):
         return None
     return re.compile("".join(r"\w+" if p is None else re.escape(p) for p in parts))
+
+
+def _is_self_or_its_class(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "self"
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "type"
+            and len(node.args) == 1):
+        return _is_self_or_its_class(node.args[0].value)
+    return (isinstance(node, cst.Attribute) and node.attr.value == "__class__"
+            and isinstance(node.value, cst.Name) and node.value.value == "self")
+
+
+def _table_strings(node: cst.BaseExpression, index) -> set[str]:
+    """`TABLE[key]` / `TABLE.get(key)` of a module-level dict display: the identifiers among
+    its string values (a value that is not a string literal: nothing is known)."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        table = node.value
+    elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
+          and len(node.args) == 1):
+        table = node.func.value
+    else:
+        return set()
+    if not isinstance(table, cst.Name):
+        return set()
+    display = module_binding(index, table.value)
+    if not isinstance(display, cst.Dict):
+        return set()
+    found = set()
+    for element in display.elements:
+        value = element.value if isinstance(element, cst.DictElement) else None
+        text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+        if not isinstance(text, str):
+            return set()
+        if text.isidentifier():
+            found.add(text)
+    return found
 
 
 def _name_parts(node: cst.BaseExpression) -> list[str | None] | None:

@@ -32,8 +32,9 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
-from .params import (constant_params, crossed_params, entry_constants, entry_param_kinds, fixed_params, helper_param_kinds, sized_params,
-                     tuple_params)
+from .params import (UNKNOWN, agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
+                     fixed_params, helper_param_kinds, sized_params, tuple_params)
+from .local_constants import MAX_HELPER_STATEMENTS
 from .installed import hierarchy as installed_hierarchy
 from .walker import Candidate, FunctionResult, FunctionWalker
 
@@ -672,6 +673,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.entry_calls: dict[int, list | None] = {}
         # Compile calls of installed code that this run does not read: (call, statement, origin)
         self.unfollowed_compiles: list[tuple] = []
+        self._returned_literals: dict[tuple, tuple | None] = {}  # returned_literal's answers
 
     def foreign_indexes(self) -> list[ModuleIndex]:
         return list({id(f.index): f.index for f in self.functions.values() if f.index is not self.index}.values())
@@ -817,9 +819,10 @@ class FileAnalysis(EntryPoints, CallResolver):
                 settled[full] = (function.node, result)
                 settled[_without_crossings(full)] = (function.node, result)  # found before crossings are known
 
-    def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None) -> FunctionResult:
+    def _walk(self, function: FunctionInfo, hooks=None, param_kinds=None, constants=None) -> FunctionResult:
         # `hooks`: other rule hooks for a re-walk (`tcl fix` snapshots kinds at findings' nodes;
-        # {} for a summary walk). `param_kinds`: one call site's, for a summary walk.
+        # {} for a summary walk). `param_kinds`: one call site's, for a summary walk, and
+        # `constants` the literals it passes (returned_literal).
         summary = param_kinds is not None
         memo = self.analyzer.memo if hooks is None and not summary and function.index is self.index else None
         questions = {
@@ -835,6 +838,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             "overrides": lambda call: self.override_targets(call, function),
             "breaks": self._breaks,
             "str_enum": lambda name: self.is_str_enum(name, function.index),
+            "returned_literal": lambda asked: self.returned_literal(asked[0], asked[1], function),
         }
         asked: list | None = None
         if memo is not None:  # an editor's re-check: reuse the walk if nothing it read changed
@@ -872,7 +876,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             sized=None if summary else self.sized.get(id(function)),
             fixed=frozenset() if summary else self.fixed.get(id(function), frozenset()),
             facts=None if summary else dict(self.facts.get(id(function), ())),
-            constants=None if summary else self.constants.get(id(function)),
+            constants=constants if summary else self.constants.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
             tuple_returns=questions["tuple"],
             resolve_property=questions["property"],
@@ -882,12 +886,41 @@ class FileAnalysis(EntryPoints, CallResolver):
             callee_breaks=questions["breaks"],
             field_kind=questions["field"],
             str_enum=questions["str_enum"],
+            returned_literal=questions["returned_literal"],
             assume=self.analyzer.config.assume,
         )
         result = walker.run()
         if memo is not None:
             memo.keep_walk(function, inputs, facts, asked, result)
         return result
+
+    def returned_literal(self, call: cst.Call, literals: tuple, caller: FunctionInfo):
+        """(True, value) when the helper `call` resolves to returns one literal for the literals
+        this call passes (`literals`: (position or keyword, literal or UNKNOWN) pairs), by a
+        rule-free walk of the helper with them as its constants (tcl/local_constants.py); else
+        None. Kept per (helper, constants); a helper already being walked for it answers None."""
+        callee = self.resolve_call(call, caller)
+        if callee is None or callee.node is None or callee.is_disabled:
+            return None
+        body = callee.node.body
+        if len(getattr(body, "body", ())) > MAX_HELPER_STATEMENTS:
+            return None
+        positional = sum(1 for key, _ in literals if isinstance(key, int))
+        keywords = {key for key, _ in literals if isinstance(key, str)}
+        passed = {key: value for key, value in literals if value is not UNKNOWN}
+        constants = agreed_literals(callee, [(positional, keywords, passed)])
+        key = (id(callee.node), id(callee.receiver),
+               tuple(sorted((name, type(value).__name__, repr(value)) for name, value in constants.items())))
+        if key in self._returned_literals:
+            return self._returned_literals[key]
+        self._returned_literals[key] = None  # while it is walked: a recursive call learns nothing
+        kinds = dict(self.param_kinds.get(id(callee)) or {})
+        for param in all_params(callee.node.params):
+            kinds.setdefault(param.name.value, Kind.UNKNOWN)
+        result = self._walk(callee, hooks={}, param_kinds=kinds, constants=constants)
+        found = result.returns_literal if isinstance(result.returns_literal, tuple) else None
+        self._returned_literals[key] = found
+        return found
 
     def is_str_enum(self, name: str, index) -> bool:
         """Whether the class `name` (as `index` knows it: local or from the checked tree) is a

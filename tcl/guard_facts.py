@@ -146,10 +146,11 @@ def constant_truth(test: cst.BaseExpression, constants: dict) -> bool | None:
     return _decide(test, lambda atom: _constant_atom(atom, constants))
 
 
-def _keyword_value(node: cst.BaseExpression, constants: dict):
-    """(True, value) of `kwargs.get("key"[, default])` where `kwargs` holds what every call
-    passes (tcl/params.py KnownKeywords), else None."""
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get"
+def keyword_value(node: cst.BaseExpression, constants: dict):
+    """(True, value) of `kwargs.get("key"[, default])` or `kwargs.pop("key", default)` where
+    `kwargs` holds what every call passes (tcl/params.py KnownKeywords), else None."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("get", "pop")
             and isinstance(node.func.value, cst.Name) and 1 <= len(node.args) <= 2
             and all(arg.keyword is None and not arg.star for arg in node.args)):
         return None
@@ -159,7 +160,9 @@ def _keyword_value(node: cst.BaseExpression, constants: dict):
         return None
     present, value = known.lookup(key[1])
     if present is False:
-        return literal_value(node.args[1].value) if len(node.args) == 2 else (True, None)
+        if len(node.args) == 2:
+            return literal_value(node.args[1].value)
+        return (True, None) if node.func.attr.value == "get" else None  # pop: KeyError
     return None if present is None else (True, value)
 
 
@@ -171,7 +174,7 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
         if isinstance(value, KnownKeywords):  # `if kwargs:`
             return None if any(v is UNKNOWN for _, v in value.items) else bool(value.items)
         return bool(value)
-    looked_up = _keyword_value(test, constants)
+    looked_up = keyword_value(test, constants)
     if looked_up is not None:
         return bool(looked_up[1])
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and not isinstance(test.left, cst.Name):
@@ -183,7 +186,7 @@ def _constant_atom(test: cst.BaseExpression, constants: dict) -> bool | None:
                 return None
             present = known.lookup(key[1])[0]
             return None if present is None else present == isinstance(target.operator, cst.In)
-        looked_up = _keyword_value(test.left, constants)
+        looked_up = keyword_value(test.left, constants)
         if looked_up is None:
             return None
         return _compare(looked_up[1], test.comparisons[0])

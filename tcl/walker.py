@@ -14,7 +14,9 @@ import libcst as cst
 from .assume import assumed_truth
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
-from .guard_facts import _decide, assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call
+from .guard_facts import (_decide, assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call,
+                          keyword_value)
+from .local_constants import MIXED, falls_off_end, is_generator, joined_literal, names_in, single_bindings
 from .branches import (
     exits_if_true, exits_under_compile, names_bound_in, none_when, not_tensors_when, settled_operands, settled_text,
     target_names,
@@ -25,7 +27,7 @@ from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
-from .params import KnownKeywords, all_params as _all_params, body_evidence, keywords_escape, literal_value, tensor_evidenced_names
+from .params import UNKNOWN, KnownKeywords, all_params as _all_params, body_evidence, keywords_escape, literal_value, tensor_evidenced_names
 from .sizes import fixed_tensor, size_of, unpacked_shape_origins
 from .version_tests import version_truth
 
@@ -133,6 +135,9 @@ class FunctionResult:
     call_nodes: list[cst.CSTNode] = field(default_factory=list)  # the node of each of `calls`
     # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
     breaks: bool = False
+    # The literal every `return` the walk reached gives, as (True, value); None when it reached
+    # none, MIXED when they differ or one is not a literal (tcl/local_constants.py).
+    returns_literal: object = None
 
 
 def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | None = None,
@@ -204,6 +209,7 @@ class FunctionWalker(cst.CSTVisitor):
         constants: dict | None = None,
         field_kind=lambda node: None,
         str_enum=lambda name: False,
+        returned_literal=lambda asked: None,
     ) -> None:
         self.assume = assume or None
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
@@ -215,6 +221,12 @@ class FunctionWalker(cst.CSTVisitor):
         self.self_writes: set[str] = set()  # `self.attr` assigned so far: its facts no longer hold
         # Parameters every traced caller gives the same literal (tcl/params.py constant_params).
         self.constants: dict = dict(constants or {})
+        # Locals bound once to a value known before tracing (tcl/local_constants.py): name ->
+        # the value; and those bound to a helper's result, asked for when a test reads them.
+        self.local_constants: dict = {}
+        self._pending_locals: dict[str, cst.Call] = {}
+        self.returned_literal = returned_literal  # (call, its arguments' literals) -> (True, value)
+        self._body_stopped = False  # the walk left the body early: its end is never reached
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
         self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
         self.callee_breaks = callee_breaks
@@ -561,6 +573,11 @@ class FunctionWalker(cst.CSTVisitor):
     # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
         self.walk(self.function.node.body)
+        function = self.function.node
+        if is_generator(function):
+            self.result.returns_literal = MIXED
+        elif not self._body_stopped and falls_off_end(function):
+            self.result.returns_literal = joined_literal(self.result.returns_literal, (True, None))
         # A recompile hazard in the block of a frame-skipping break, before or after it, never
         # recompiles: whenever that block runs, the whole frame runs eagerly. (Some recompile
         # rules report once at the body about a node deep in it: its ancestors are looked up.)
@@ -610,6 +627,8 @@ class FunctionWalker(cst.CSTVisitor):
                 continue
             # `if torch.compiler.is_compiling(): return`: the rest of the block is never traced
             if exits_under_compile(stmt, self.truth):
+                if node is self.function.node.body:
+                    self._body_stopped = True
                 break
             # `if mask is not None and is_tracing(mask): return`: the rest runs with mask None
             if exits_if_true(stmt) and self.truth(stmt.test) is None:
@@ -677,7 +696,7 @@ class FunctionWalker(cst.CSTVisitor):
         truth = static_truth(test, self.index, self.assume, self.version)
         if truth is None:
             truth = decided_by(test, self.guard_facts())
-        if truth is None and self.constants:
+        if truth is None and (self.constants or self.local_constants or self._pending_locals):
             truth = constant_truth(test, self.live_constants(test))
         if truth is None:
             truth = constant_truth(test, self.module_constants())
@@ -709,7 +728,45 @@ class FunctionWalker(cst.CSTVisitor):
                 if here is None or here >= self._keywords_escape[name]:
                     continue
             live[name] = value
+        if self._pending_locals:
+            for name in names_in(at) & self._pending_locals.keys():
+                call = self._pending_locals.pop(name)
+                value = self.returned_literal((call, self._argument_literals(call)))
+                if value is not None:
+                    self.local_constants[name] = value[1]
+        live.update(self.local_constants)
         return live
+
+    def _note_local_constant(self, node: cst.Assign) -> None:
+        """`name = value` bound once at the top of the body (tcl/local_constants.py): keep
+        the value when it is known now, or the call whose result it is, for a test to ask."""
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if not isinstance(target, cst.Name) or self.inside_nested_function():
+            return
+        bound = single_bindings(self.function.node).get(target.value)
+        if bound is None or bound[1] is not node:
+            return
+        value = node.value
+        literal = self.literal(value)
+        if literal is None and (self.constants or self.local_constants):
+            literal = keyword_value(value, self.live_constants(value))
+        if literal is not None:
+            self.local_constants[target.value] = literal[1]
+        elif isinstance(value, cst.Call) and not any(arg.star for arg in value.args):
+            self._pending_locals[target.value] = value
+
+    def _argument_literals(self, call: cst.Call) -> tuple:
+        """((position or keyword, the literal or UNKNOWN), ...) of a call's arguments."""
+        found = []
+        position = 0
+        for arg in call.args:
+            key = arg.keyword.value if arg.keyword is not None else position
+            if arg.keyword is None:
+                position += 1
+            literal = self.literal(arg.value)
+            hashable = literal is not None and isinstance(literal[1], (str, int, float, bool, type(None), tuple))
+            found.append((key, literal[1] if hashable else UNKNOWN))
+        return tuple(found)
 
     def _statement_index(self, node: cst.CSTNode) -> int | None:
         """The position in the function's body of the statement that holds `node`."""
@@ -840,6 +897,7 @@ class FunctionWalker(cst.CSTVisitor):
         if self._returned_by_break is original_node.value:
             for target in original_node.targets:
                 self.crossed |= target_names(target.target)
+        self._note_local_constant(original_node)
 
     def _untyped_call_of_tensors_used_as_tensor(self, node: cst.Assign) -> bool:
         """`x = view_func(x)`: a call tcl cannot type, given tensor data, bound to a name the
@@ -892,6 +950,8 @@ class FunctionWalker(cst.CSTVisitor):
         value = original_node.value
         kind = self.kind(value) if value is not None else Kind.META
         result = self.result
+        result.returns_literal = joined_literal(
+            result.returns_literal, self.literal(value) if value is not None else (True, None))
         if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
             elements = tuple(self.kind(el.value) for el in value.elements)
             kind = Kind.TENSOR if any(is_tensor(k) for k in elements) else kind
@@ -930,24 +990,31 @@ class FunctionWalker(cst.CSTVisitor):
         overrides = [f for f in self.override_targets(node) if f not in callees]
         if not callees and not overrides:
             return
-        positional = [self.kind(arg.value) for arg in node.args if arg.keyword is None and not arg.star]
-        keywords = {arg.keyword.value: self.kind(arg.value) for arg in node.args if arg.keyword is not None}
+        args = node.args
+        if (callee is None and same_signature and not isinstance(node.func, cst.Attribute) and args
+                and args[0].keyword is None and not args[0].star and isinstance(args[0].value, cst.Name)
+                and args[0].value.value == SELF and all(c.owner is not None for c in callees)):
+            # `decoding_method(self, input_ids, ...)` after `decoding_method = getattr(type(self),
+            # ...)`: a method fetched from the class, called with `self` spelled out
+            args = args[1:]
+        positional = [self.kind(arg.value) for arg in args if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword.value: self.kind(arg.value) for arg in args if arg.keyword is not None}
         if not same_signature and not overrides:
             # Table entries differ in signature: a position says nothing about another entry's
             # parameter there (`config` in one, `vocab_size` in another); names still do.
             positional = [Kind.UNKNOWN] * len(positional)
         crossed = frozenset(
             arg.keyword.value if arg.keyword is not None else i
-            for i, arg in enumerate(node.args)
+            for i, arg in enumerate(args)
             if not arg.star and self.crossed_break(arg.value)
         ) if self.crossed and callee is not None else frozenset()
         tuples = {}
-        for i, arg in enumerate(node.args if callee is not None else ()):
+        for i, arg in enumerate(args if callee is not None else ()):
             elements = None if arg.star else self._display_kinds(arg.value)
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
         sizes, fixed = {}, set()
-        for i, arg in enumerate(node.args if callee is not None else ()):
+        for i, arg in enumerate(args if callee is not None else ()):
             if arg.star:
                 continue
             key = arg.keyword.value if arg.keyword is not None else i
@@ -961,9 +1028,9 @@ class FunctionWalker(cst.CSTVisitor):
                 and callee.owner.is_module and self.runs_eagerly_here():
             facts |= {(EAGER_CONSTRUCTION, True)}
         literals = None
-        if callee is not None and all(self._forwards_entry_varargs(arg) for arg in node.args if arg.star):
+        if callee is not None and all(self._forwards_entry_varargs(arg) for arg in args if arg.star):
             literals = {}
-            for i, arg in enumerate(arg for arg in node.args if not arg.star):
+            for i, arg in enumerate(arg for arg in args if not arg.star):
                 literal = self.literal(arg.value)
                 if literal is not None:
                     literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
@@ -1004,6 +1071,8 @@ class FunctionWalker(cst.CSTVisitor):
         if literal is None and isinstance(node, cst.Name) and node.value in self.constants \
                 and node.value not in self.assigned and not isinstance(self.constants[node.value], KnownKeywords):
             literal = (True, self.constants[node.value])
+        if literal is None and isinstance(node, cst.Name) and node.value in self.local_constants:
+            literal = (True, self.local_constants[node.value])
         return literal
 
     def inside_nested_function(self) -> bool:

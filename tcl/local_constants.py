@@ -1,0 +1,218 @@
+"""Locals bound once to a value known before tracing, and the literal a helper returns.
+
+Dynamo runs the Python of a traced function with the values it has. A local bound once, by a
+statement at the top level of the function's body, to a literal (`debug = False`), to a keyword
+no call passes (`trust_remote_code = kwargs.pop("trust_remote_code", None)`, tcl/params.py
+KnownKeywords) or to what a small helper returns for the literals this call passes
+(`repo = self._get_deprecated_gen_repo(mode, trust_remote_code)`, whose only `return` a walk
+with `trust_remote_code=None` reaches is `return None`: the other path raises first) holds that
+value in every statement after it. The walker (tcl/walker.py) decides tests on such a name as it
+does on a parameter every caller fixes (tcl/guard_facts.py constant_truth), so the branch
+`if repo is not None: return GenerationMixin.generate(self, ..., **kwargs)` is never walked: its
+call neither reaches other code nor widens what `generate` is traced with. A helper's value is
+asked for only when a test reads the name, because it costs a walk of the helper
+(tcl/engine.py `returned_literal`); that walk decides the helper's own tests with the call's
+literals, and its literal counts only when every `return` it reaches gives the same literal and
+the end of the body is not reached without one.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .branches import target_names
+from .node_memo import per_node
+
+MAX_HELPER_STATEMENTS = 40  # a helper longer than this is not walked for its return value
+
+
+class _Mixed:
+    def __repr__(self) -> str:
+        return "MIXED"
+
+
+MIXED = _Mixed()  # `returns_literal` of a function whose returns give different values
+
+
+def joined_literal(current, new):
+    """The literal a function returns, with one more `return` seen: `new` is (True, value) or
+    None (not a literal); `current` None (no return yet), (True, value) or MIXED."""
+    if current is MIXED or new is None:
+        return MIXED
+    if current is None:
+        return new
+    same = type(current[1]) is type(new[1]) and current[1] == new[1]
+    return current if same else MIXED
+
+
+def single_bindings(function: cst.FunctionDef) -> dict[str, tuple[int, cst.Assign]]:
+    """name -> (position in the body, the statement) of each local the function binds exactly
+    once, by a plain `name = value` directly in its body (not in a loop, branch, `try` or
+    `with`). A name also declared global or nonlocal, deleted, or bound in any other way
+    (augmented, loop target, `with ... as`, `:=`, `except ... as`, import, def, a nonlocal in
+    a nested def) is left out."""
+    return per_node(_SINGLE, function, lambda: _single_bindings(function))
+
+
+_SINGLE: dict[int, tuple] = {}
+
+
+class _Bindings(cst.CSTVisitor):
+    def __init__(self, root: cst.FunctionDef) -> None:
+        self.root = root
+        self.counts: dict[str, int] = {}
+        self.excluded: set[str] = set()
+
+    def _count(self, names) -> None:
+        for name in names:
+            self.counts[name] = self.counts.get(name, 0) + 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.root:
+            return True
+        self._count([node.name.value])
+        return True  # only for a `nonlocal` inside it; its own assignments are its own scope
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._count([node.name.value])
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if self._in_root():
+            self._count(target_names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._in_root():
+            self._count(target_names(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._in_root():
+            self._count(target_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._in_root():
+            self._count(target_names(node.target))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if self._in_root() and node.asname is not None:
+            self._count(target_names(node.asname.name))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._count(target_names(node.target))  # binds in the function even inside a comprehension
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if self._in_root() and node.name is not None:
+            self._count(target_names(node.name.name))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if self._in_root():
+            bound = node.asname.name if node.asname is not None else node.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            self._count(target_names(bound))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.excluded.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.excluded.update(item.name.value for item in node.names)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self.excluded.update(target_names(node.target))
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.excluded.add(node.name.value)
+
+    def _in_root(self) -> bool:
+        return self._depth == 0
+
+    _depth = 0
+
+    def visit_FunctionDef_body(self, node: cst.FunctionDef) -> None:
+        if node is not self.root:
+            self._depth += 1
+
+    def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
+        if node is not self.root:
+            self._depth -= 1
+
+
+def _single_bindings(function: cst.FunctionDef) -> dict[str, tuple[int, cst.Assign]]:
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock):
+        return {}
+    visitor = _Bindings(function)
+    function.visit(visitor)
+    params = function.params
+    parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            parameters.add(star.name.value)
+    found: dict[str, tuple[int, cst.Assign]] = {}
+    for position, statement in enumerate(body.body):
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        small = statement.body[0]
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)):
+            continue
+        name = small.targets[0].target.value
+        if visitor.counts.get(name) == 1 and name not in visitor.excluded and name not in parameters:
+            found[name] = (position, small)
+    return found
+
+
+def falls_off_end(function: cst.FunctionDef) -> bool:
+    """Whether the body's last statement may be followed by the implicit `return None`: it is
+    not a `return` or `raise` line (conservative: an `if`/`else` that returns on both sides
+    counts as falling off)."""
+    body = function.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return True
+    last = body.body[-1]
+    return not (isinstance(last, cst.SimpleStatementLine)
+                and any(isinstance(small, (cst.Return, cst.Raise)) for small in last.body))
+
+
+def is_generator(function: cst.FunctionDef) -> bool:
+    """A `yield` in the function's own body (not in a nested def or lambda)."""
+    def compute() -> bool:
+        class Finder(cst.CSTVisitor):
+            found = False
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_Yield(self, node: cst.Yield) -> None:
+                self.found = True
+
+        finder = Finder()
+        function.visit(finder)
+        return finder.found or function.asynchronous is not None
+
+    return per_node(_GENERATORS, function, compute)
+
+
+_GENERATORS: dict[int, tuple] = {}
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names an expression reads."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)  # `.attr` is not a name read
+        else:
+            stack.extend(current.children)
+    return found
