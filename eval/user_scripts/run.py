@@ -1,8 +1,9 @@
-"""Runtime ground truth for the user-style scripts in this folder (GitHub issue 16).
+"""Runtime ground truth for the user-style scripts in this folder, or in --dir (GitHub issue 16).
 
     python eval/user_scripts/run.py                 # every script here -> truth.json
     python eval/user_scripts/run.py gpt2_generate_greedy t5_generate   # only these (merged into truth.json)
     python eval/user_scripts/run.py --out OTHER.json --timeout 300
+    python eval/user_scripts/run.py --dir eval/user_scripts_heldout   # the scripts in DIR -> DIR/truth.json
 
 Each script runs in a fresh subprocess (this file again, with ``--child``): a bootstrap that
 
@@ -26,7 +27,7 @@ The installed torchvision wheel in this project's venv cannot load its native li
 CPU build of torch, and transformers / timm import it; the child defines torchvision's operator
 schemas first (eval/tv_stub.py, torch only) when, and only when, they are missing.
 
-Output, ``truth.json`` next to this file (or ``--out``)::
+Output, ``truth.json`` in the scripts' folder (``--dir``, default this file's folder; or ``--out``)::
 
     {script_name: {"breaks": [{"path", "line", "reason", "gb", ["caller": {"path", "line"}]}],
                    "recompiles": [{"function", "path", "line", "reason"}],
@@ -63,8 +64,8 @@ _OBJ_ID = re.compile(r"\b\d{9,}\b")
 _NOT_SCRIPTS = {"run.py", "score.py"}
 
 
-def scripts_in_folder() -> list[str]:
-    return sorted(f[:-3] for f in os.listdir(HERE)
+def scripts_in_folder(folder: str = HERE) -> list[str]:
+    return sorted(f[:-3] for f in os.listdir(folder)
                   if f.endswith(".py") and f not in _NOT_SCRIPTS and not f.startswith("_"))
 
 
@@ -216,8 +217,8 @@ def child(script: str, out_path: str) -> int:
 # --------------------------------------------------------------------------- the parent
 
 
-def run_one(name: str, timeout: int) -> dict:
-    script = os.path.join(HERE, name + ".py")
+def run_one(name: str, timeout: int, folder: str = HERE) -> dict:
+    script = os.path.join(folder, name + ".py")
     with tempfile.TemporaryDirectory(prefix="tcl-user-") as scratch:
         out = os.path.join(scratch, "result.json")
         log = os.path.join(scratch, "child.log")
@@ -249,21 +250,24 @@ def run_one(name: str, timeout: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", help="script names (default: every script in this folder)")
-    ap.add_argument("--out", default=os.path.join(HERE, "truth.json"))
+    ap.add_argument("names", nargs="*", help="script names (default: every script in --dir)")
+    ap.add_argument("--dir", default=HERE, help="folder of the scripts (default this file's folder)")
+    ap.add_argument("--out", help="truth file (default DIR/truth.json)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds a script (default 600)")
     ap.add_argument("--child", nargs=2, metavar=("SCRIPT", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(*args.child)
 
-    names = [n.removesuffix(".py") for n in args.names] or scripts_in_folder()
+    folder = os.path.abspath(args.dir)
+    args.out = args.out or os.path.join(folder, "truth.json")
+    names = [n.removesuffix(".py") for n in args.names] or scripts_in_folder(folder)
     truth = {}
     if args.names and os.path.exists(args.out):
         with open(args.out) as f:
             truth = json.load(f)
     for name in names:
-        result = run_one(name, args.timeout)
+        result = run_one(name, args.timeout, folder)
         truth[name] = result
         print(f"{name}: {len(result['breaks'])} break sites, {len(result['recompiles'])} recompiles, "
               f"{result['wall_seconds']} s" + (f"  ERROR {result['error']}" if result["error"] else ""), flush=True)

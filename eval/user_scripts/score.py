@@ -3,6 +3,7 @@
     python eval/user_scripts/score.py                       # every script in truth.json
     python eval/user_scripts/score.py gpt2_generate_greedy  # only these
     python eval/user_scripts/score.py --tcl-root /path/to/other/checkout --json OUT.json
+    python eval/user_scripts/score.py --dir eval/user_scripts_heldout   # scripts and truth.json in DIR
 
 For each script it runs (from the repository root, PYTHONPATH = --tcl-root, default this
 checkout)::
@@ -10,7 +11,8 @@ checkout)::
     PYTHON -m tcl check --follow-imports --no-cache --no-config -j 1 --file-timeout 600 \\
         --format json eval/user_scripts/NAME.py
 
-and compares the findings with truth.json (written by run.py).  A finding's location is its
+(NAME.py in ``--dir``, default this file's folder) and compares the findings with DIR/truth.json
+(written by run.py; or ``--truth``).  A finding's location is its
 library location ("library_path", "library_line" .. "library_end_line") when it has one, else
 its place in the script ("path", "line" .. "end_line").  A break site is *found* when some
 finding's location is in the same file and its line range covers the break line.  A break
@@ -74,11 +76,12 @@ def nearest(site: dict, locs: list) -> str:
     return f"  (nearest finding in {os.path.basename(path)}: line {a}" + (f"-{b})" if b != a else ")")
 
 
-def run_tcl(name: str, python: str, tcl_root: str, file_timeout: int) -> tuple[dict, float, int]:
+def run_tcl(name: str, python: str, tcl_root: str, file_timeout: int, folder: str = HERE) -> tuple[dict, float, int]:
     # -P: the current directory (this checkout) is not put before PYTHONPATH, so --tcl-root's
     # tcl is the one that runs (`python -m tcl` from here would import this checkout's)
     cmd = [python, "-P", "-m", "tcl", "check", "--follow-imports", "--no-cache", "--no-config", "-j", "1",
-           "--file-timeout", str(file_timeout), "--format", "json", f"eval/user_scripts/{name}.py"]
+           "--file-timeout", str(file_timeout), "--format", "json",
+           os.path.relpath(os.path.join(folder, f"{name}.py"), REPO)]
     env = dict(os.environ, PYTHONPATH=tcl_root)
     started = time.time()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
@@ -116,13 +119,16 @@ def score(name: str, truth: dict, report: dict) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="script names (default: every script in truth.json)")
-    ap.add_argument("--truth", default=os.path.join(HERE, "truth.json"))
+    ap.add_argument("--dir", default=HERE, help="folder of the scripts (default this file's folder)")
+    ap.add_argument("--truth", help="truth file (default DIR/truth.json)")
     ap.add_argument("--tcl-root", default=REPO, help="checkout whose tcl to run (PYTHONPATH); default this one")
     ap.add_argument("--python", default="/work/venv/bin/python" if os.path.exists("/work/venv/bin/python")
                     else sys.executable)
     ap.add_argument("--file-timeout", type=int, default=600)
     ap.add_argument("--json", dest="json_out", help="write the per-script scores and totals here")
     args = ap.parse_args(argv)
+    folder = os.path.abspath(args.dir)
+    args.truth = args.truth or os.path.join(folder, "truth.json")
 
     with open(args.truth) as f:
         truth = json.load(f)
@@ -134,7 +140,7 @@ def main(argv=None) -> int:
     print("-" * len(header))
     rows = {}
     for name in names:
-        report, seconds, rc = run_tcl(name, args.python, tcl_root, args.file_timeout)
+        report, seconds, rc = run_tcl(name, args.python, tcl_root, args.file_timeout, folder)
         row = score(name, truth[name], report)
         row.update(seconds=round(seconds, 1), exit=rc)
         rows[name] = row
