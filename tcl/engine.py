@@ -34,7 +34,7 @@ from .rules import selected_rules
 from .summaries import CallSiteReturns
 from .params import (UNKNOWN, agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
                      fixed_params, helper_param_kinds, sized_params, tuple_params)
-from .local_constants import MAX_HELPER_STATEMENTS
+from .local_constants import MAX_HELPER_STATEMENTS, falls_off_end, is_generator, joined_literal
 from .installed import hierarchy as installed_hierarchy
 from .walker import Candidate, FunctionResult, FunctionWalker
 
@@ -918,7 +918,12 @@ class FileAnalysis(EntryPoints, CallResolver):
         for param in all_params(callee.node.params):
             kinds.setdefault(param.name.value, Kind.UNKNOWN)
         result = self._walk(callee, hooks={}, param_kinds=kinds, constants=constants)
-        found = result.returns_literal if isinstance(result.returns_literal, tuple) else None
+        found = result.returns_literal
+        if is_generator(callee.node):
+            found = None
+        elif not result.stops_early and falls_off_end(callee.node):
+            found = joined_literal(found, (True, None))  # the implicit `return None`
+        found = found if isinstance(found, tuple) else None
         self._returned_literals[key] = found
         return found
 

@@ -16,7 +16,7 @@ from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import (_decide, assigned_attributes, constant_truth, decided_by, facts_if, is_own_method_call,
                           keyword_value)
-from .local_constants import MIXED, falls_off_end, is_generator, joined_literal, names_in, single_bindings
+from .local_constants import joined_literal, names_in, single_bindings
 from .branches import (
     exits_if_true, exits_under_compile, names_bound_in, none_when, not_tensors_when, settled_operands, settled_text,
     target_names,
@@ -138,6 +138,7 @@ class FunctionResult:
     # The literal every `return` the walk reached gives, as (True, value); None when it reached
     # none, MIXED when they differ or one is not a literal (tcl/local_constants.py).
     returns_literal: object = None
+    stops_early: bool = False  # a return or raise decided before tracing ends the body's walk
 
 
 def static_truth(test: cst.BaseExpression, index: ModuleIndex, assume: dict | None = None,
@@ -222,9 +223,11 @@ class FunctionWalker(cst.CSTVisitor):
         # Parameters every traced caller gives the same literal (tcl/params.py constant_params).
         self.constants: dict = dict(constants or {})
         # Locals bound once to a value known before tracing (tcl/local_constants.py): name ->
-        # the value; and those bound to a helper's result, asked for when a test reads them.
+        # the value. Judged when first read (`_local_value`): until then, the `name = value`
+        # statements at the top of the body walked so far. A helper's result is asked for
+        # only by a test.
         self.local_constants: dict = {}
-        self._pending_locals: dict[str, cst.Call] = {}
+        self._local_candidates: dict[str, cst.Assign] = {}
         self.returned_literal = returned_literal  # (call, its arguments' literals) -> (True, value)
         self._body_stopped = False  # the walk left the body early: its end is never reached
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
@@ -573,11 +576,7 @@ class FunctionWalker(cst.CSTVisitor):
     # passes (it is shared with transformers), which costs about 15x this walk.
     def run(self) -> FunctionResult:
         self.walk(self.function.node.body)
-        function = self.function.node
-        if is_generator(function):
-            self.result.returns_literal = MIXED
-        elif not self._body_stopped and falls_off_end(function):
-            self.result.returns_literal = joined_literal(self.result.returns_literal, (True, None))
+        self.result.stops_early = self._body_stopped
         # A recompile hazard in the block of a frame-skipping break, before or after it, never
         # recompiles: whenever that block runs, the whole frame runs eagerly. (Some recompile
         # rules report once at the body about a node deep in it: its ancestors are looked up.)
@@ -696,7 +695,7 @@ class FunctionWalker(cst.CSTVisitor):
         truth = static_truth(test, self.index, self.assume, self.version)
         if truth is None:
             truth = decided_by(test, self.guard_facts())
-        if truth is None and (self.constants or self.local_constants or self._pending_locals):
+        if truth is None and (self.constants or self.local_constants or self._local_candidates):
             truth = constant_truth(test, self.live_constants(test))
         if truth is None:
             truth = constant_truth(test, self.module_constants())
@@ -728,32 +727,43 @@ class FunctionWalker(cst.CSTVisitor):
                 if here is None or here >= self._keywords_escape[name]:
                     continue
             live[name] = value
-        if self._pending_locals:
-            for name in names_in(at) & self._pending_locals.keys():
-                call = self._pending_locals.pop(name)
-                value = self.returned_literal((call, self._argument_literals(call)))
-                if value is not None:
-                    self.local_constants[name] = value[1]
+        if self._local_candidates and isinstance(at, cst.BaseExpression):
+            for name in names_in(at) & self._local_candidates.keys():
+                self._local_value(name, helpers=True)
         live.update(self.local_constants)
         return live
 
-    def _note_local_constant(self, node: cst.Assign) -> None:
-        """`name = value` bound once at the top of the body (tcl/local_constants.py): keep
-        the value when it is known now, or the call whose result it is, for a test to ask."""
-        target = node.targets[0].target if len(node.targets) == 1 else None
-        if not isinstance(target, cst.Name) or self.inside_nested_function():
-            return
-        bound = single_bindings(self.function.node).get(target.value)
-        if bound is None or bound[1] is not node:
-            return
+    def _note_local_candidate(self, node: cst.Assign) -> None:
+        """`name = value` as a statement of its own at the top of the body: a local that may be
+        bound once to a value known before tracing (tcl/local_constants.py), judged when read."""
+        if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                and self.parent(2) is self.function.node.body):
+            self._local_candidates[node.targets[0].target.value] = node
+
+    def _local_value(self, name: str, helpers: bool) -> tuple | None:
+        """(True, value) of a local bound once to a known value, else None. `helpers`: also
+        walk a helper for the literal it returns (a test's question; a call's argument asks
+        only for literals and keywords no call passes)."""
+        if name in self.local_constants:
+            return True, self.local_constants[name]
+        node = self._local_candidates.get(name)
+        if node is None:
+            return None
         value = node.value
+        if not helpers and isinstance(value, cst.Call) and keyword_value(value, self.constants) is None:
+            return None  # judged when a test reads it
+        del self._local_candidates[name]
+        bound = single_bindings(self.function.node).get(name)
+        if bound is None or bound[1] is not node:
+            return None
         literal = self.literal(value)
-        if literal is None and (self.constants or self.local_constants):
+        if literal is None and self.constants:
             literal = keyword_value(value, self.live_constants(value))
+        if literal is None and isinstance(value, cst.Call) and not any(arg.star for arg in value.args):
+            literal = self.returned_literal((value, self._argument_literals(value)))
         if literal is not None:
-            self.local_constants[target.value] = literal[1]
-        elif isinstance(value, cst.Call) and not any(arg.star for arg in value.args):
-            self._pending_locals[target.value] = value
+            self.local_constants[name] = literal[1]
+        return literal
 
     def _argument_literals(self, call: cst.Call) -> tuple:
         """((position or keyword, the literal or UNKNOWN), ...) of a call's arguments."""
@@ -897,7 +907,7 @@ class FunctionWalker(cst.CSTVisitor):
         if self._returned_by_break is original_node.value:
             for target in original_node.targets:
                 self.crossed |= target_names(target.target)
-        self._note_local_constant(original_node)
+        self._note_local_candidate(original_node)
 
     def _untyped_call_of_tensors_used_as_tensor(self, node: cst.Assign) -> bool:
         """`x = view_func(x)`: a call tcl cannot type, given tensor data, bound to a name the
@@ -1071,8 +1081,9 @@ class FunctionWalker(cst.CSTVisitor):
         if literal is None and isinstance(node, cst.Name) and node.value in self.constants \
                 and node.value not in self.assigned and not isinstance(self.constants[node.value], KnownKeywords):
             literal = (True, self.constants[node.value])
-        if literal is None and isinstance(node, cst.Name) and node.value in self.local_constants:
-            literal = (True, self.local_constants[node.value])
+        if literal is None and isinstance(node, cst.Name) and (
+                node.value in self.local_constants or node.value in self._local_candidates):
+            literal = self._local_value(node.value, helpers=False)
         return literal
 
     def inside_nested_function(self) -> bool:
