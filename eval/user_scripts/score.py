@@ -4,6 +4,7 @@
     python eval/user_scripts/score.py gpt2_generate_greedy  # only these
     python eval/user_scripts/score.py --tcl-root /path/to/other/checkout --json OUT.json
     python eval/user_scripts/score.py --dir eval/user_scripts_heldout   # scripts and truth.json in DIR
+    python eval/user_scripts/score.py --no-follow-imports   # tcl check without --follow-imports
 
 For each script it runs (from the repository root, PYTHONPATH = --tcl-root, default this
 checkout)::
@@ -11,7 +12,8 @@ checkout)::
     PYTHON -m tcl check --follow-imports --no-cache --no-config -j 1 --file-timeout 600 \\
         --format json eval/user_scripts/NAME.py
 
-(NAME.py in ``--dir``, default this file's folder) and compares the findings with DIR/truth.json
+(NAME.py in ``--dir``, default this file's folder; without --follow-imports under
+``--no-follow-imports``) and compares the findings with DIR/truth.json
 (written by run.py; or ``--truth``).  A finding's location is its
 library location ("library_path", "library_line" .. "library_end_line") when it has one, else
 its place in the script ("path", "line" .. "end_line").  A break site is *found* when some
@@ -76,10 +78,12 @@ def nearest(site: dict, locs: list) -> str:
     return f"  (nearest finding in {os.path.basename(path)}: line {a}" + (f"-{b})" if b != a else ")")
 
 
-def run_tcl(name: str, python: str, tcl_root: str, file_timeout: int, folder: str = HERE) -> tuple[dict, float, int]:
+def run_tcl(name: str, python: str, tcl_root: str, file_timeout: int, folder: str = HERE,
+            follow_imports: bool = True) -> tuple[dict, float, int]:
     # -P: the current directory (this checkout) is not put before PYTHONPATH, so --tcl-root's
     # tcl is the one that runs (`python -m tcl` from here would import this checkout's)
-    cmd = [python, "-P", "-m", "tcl", "check", "--follow-imports", "--no-cache", "--no-config", "-j", "1",
+    cmd = [python, "-P", "-m", "tcl", "check", *(["--follow-imports"] if follow_imports else []),
+           "--no-cache", "--no-config", "-j", "1",
            "--file-timeout", str(file_timeout), "--format", "json",
            os.path.relpath(os.path.join(folder, f"{name}.py"), REPO)]
     env = dict(os.environ, PYTHONPATH=tcl_root)
@@ -126,6 +130,8 @@ def main(argv=None) -> int:
                     else sys.executable)
     ap.add_argument("--file-timeout", type=int, default=600)
     ap.add_argument("--json", dest="json_out", help="write the per-script scores and totals here")
+    ap.add_argument("--no-follow-imports", dest="follow_imports", action="store_false",
+                    help="check each script without --follow-imports: only the script's own lines can be found")
     args = ap.parse_args(argv)
     folder = os.path.abspath(args.dir)
     args.truth = args.truth or os.path.join(folder, "truth.json")
@@ -140,7 +146,7 @@ def main(argv=None) -> int:
     print("-" * len(header))
     rows = {}
     for name in names:
-        report, seconds, rc = run_tcl(name, args.python, tcl_root, args.file_timeout, folder)
+        report, seconds, rc = run_tcl(name, args.python, tcl_root, args.file_timeout, folder, args.follow_imports)
         row = score(name, truth[name], report)
         row.update(seconds=round(seconds, 1), exit=rc)
         rows[name] = row
@@ -166,7 +172,8 @@ def main(argv=None) -> int:
           f"(distinct locations {totals['distinct_on_break']}/{totals['distinct']})")
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump({"tcl_root": tcl_root, "scripts": rows, "totals": totals}, f, indent=1)
+            json.dump({"tcl_root": tcl_root, "follow_imports": args.follow_imports, "scripts": rows, "totals": totals},
+                      f, indent=1)
             f.write("\n")
     return 0
 
