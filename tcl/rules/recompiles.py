@@ -93,7 +93,7 @@ def _parameters(ctx) -> list[cst.Param]:
 def live_nodes(body: cst.CSTNode, index):
     """Nodes of the body Dynamo traces, in source order: not nested functions, lambdas or
     classes (their own scopes), not branches decided false under torch.compile."""
-    from ..walker import static_truth
+    from ..known_values import static_truth
 
     stack = [body]
     while stack:
