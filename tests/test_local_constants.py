@@ -160,3 +160,66 @@ def test_returned_literals_join():
     assert joined_literal(MIXED, (True, 1)) is MIXED
     assert falls_off_end(cst.parse_statement("def f():\n    if x:\n        return 1\n"))
     assert not falls_off_end(cst.parse_statement("def f():\n    return 1\n"))
+
+
+def file_findings(tmp_path, body: str) -> list[str]:
+    """Findings of a script that compiles `step` and calls it with one tensor, as "CODE at
+    <the line's text>"."""
+    source = "import torch\n\n" + textwrap.dedent(body) + "\nfast = torch.compile(step)\nfast(torch.randn(3))\n"
+    path = write(tmp_path, "train.py", source)
+    result = run([str(path)], Config(torch_version="2.13", api_entries="off"), jobs=1)
+    assert not result.all_errors
+    lines = source.splitlines()
+    return [f"{f.code} at {lines[f.line - 1].strip()}" for f in result.findings]
+
+
+PRINT = "TCL101 at print(x)"
+
+
+@pytest.mark.parametrize("body, expected", [
+    # bound once to a literal: the branch is never traced
+    ("def step(x):\n    verbose = False\n    if verbose:\n        print(x)\n    return x\n", []),
+    # bound twice: unknown
+    ("def step(x):\n    verbose = False\n    verbose = True\n    if verbose:\n        print(x)\n    return x\n",
+     [PRINT]),
+    # bound in a branch only: unknown
+    ("def step(x, flag=True):\n    if flag:\n        verbose = False\n    else:\n        verbose = True\n"
+     "    if verbose:\n        print(x)\n    return x\n", [PRINT]),
+    # a helper's literal for this call's literals: 1 for n=5 (its `return 1` is decided)...
+    ("def mode(n):\n    if n == 5:\n        return 1\n\n"
+     "def step(x, n=5):\n    m = mode(n)\n    if m is None:\n        print(x)\n    return x\n", []),
+    # ... and None for n=2, where it falls off its end
+    ("def mode(n):\n    if n == 5:\n        return 1\n\n"
+     "def step(x, n=2):\n    m = mode(n)\n    if m is None:\n        print(x)\n    return x\n", [PRINT]),
+    # n unknown: 1 or None, no single literal
+    ("def mode(n):\n    if n == 5:\n        return 1\n\n"
+     "def step(x, n=2):\n    m = mode(x.dim())\n    if m is not None:\n        print(x)\n    return x\n", [PRINT]),
+    # a generator returns no literal
+    ("def flags():\n    yield False\n    return None\n\n"
+     "def step(x):\n    f = flags()\n    if f is not None:\n        print(x)\n    return x\n", [PRINT]),
+    # pop without a default raises where no call passes the key: unknown
+    ("def step(x, **kwargs):\n    debug = kwargs.pop('debug')\n    if debug:\n        print(x)\n    return x\n",
+     [PRINT]),
+    ("def step(x, **kwargs):\n    debug = kwargs.pop('debug', False)\n    if debug:\n        print(x)\n    return x\n",
+     []),
+])
+def test_locals_bound_once(tmp_path, body, expected):
+    assert file_findings(tmp_path, body) == expected
+
+
+@pytest.mark.parametrize("body, breaks", [
+    ("def step(x):\n    verbose = False\n    if verbose:\n        print(x)\n    return x\n", False),
+    ("def mode(n):\n    if n == 5:\n        return 1\n\n"
+     "def step(x, n=5):\n    m = mode(n)\n    if m is None:\n        print(x)\n    return x\n", False),
+    ("def mode(n):\n    if n == 5:\n        return 1\n\n"
+     "def step(x, n=2):\n    m = mode(n)\n    if m is None:\n        print(x)\n    return x\n", True),
+    ("def step(x, **kwargs):\n    debug = kwargs.pop('debug', False)\n    if debug:\n        print(x)\n    return x\n",
+     False),
+])
+def test_the_compiler_agrees_on_locals_bound_once(body, breaks):
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    result = probe_source("import torch\n\n" + textwrap.dedent(body), "step", "(torch.randn(3),)")
+    assert result.exception is None, result.exception
+    assert bool(result.breaks) == breaks
