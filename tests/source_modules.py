@@ -15,3 +15,24 @@ def load_module(source: str, directory, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def write(root, name: str, source: str):
+    """`source` (dedented) written to `root/name`, its folders made; the path."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def install(tmp_path, monkeypatch, files: dict[str, str]):
+    """A site-packages folder holding `files` (path -> source) that tcl's --follow-imports
+    (tcl/installed.py) and Python's imports both find; the folder."""
+    from tcl import installed
+
+    site = tmp_path / "site-packages"
+    for name, source in files.items():
+        write(site, name, source)
+    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
+    monkeypatch.syspath_prepend(str(site))
+    return site

@@ -12,7 +12,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tcl import installed
+from source_modules import install, write
 from tcl.config import Config
 from tcl.entry_calls import compiled_call_literals
 from tcl.params import UNKNOWN
@@ -44,22 +44,13 @@ LIBRARY = """
 """
 
 
-def write(root, name, source):
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
 @pytest.fixture
 def site_packages(tmp_path, monkeypatch):
-    site = tmp_path / "site-packages"
-    write(site, "genlib/__init__.py", "from .model import Generator\nfrom .options import Decoder\n")
-    write(site, "genlib/model.py", LIBRARY)
-    write(site, "genlib/options.py", OPTIONS)
-    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
-    monkeypatch.syspath_prepend(str(site))
-    return site
+    return install(tmp_path, monkeypatch, {
+        "genlib/__init__.py": "from .model import Generator\nfrom .options import Decoder\n",
+        "genlib/model.py": LIBRARY,
+        "genlib/options.py": OPTIONS,
+    })
 
 
 def library_findings(tmp_path, script):

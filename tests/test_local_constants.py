@@ -15,7 +15,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tcl import installed
+from source_modules import install, write
 from tcl.config import Config
 from tcl.local_constants import MIXED, falls_off_end, joined_literal, single_bindings
 from tcl.runner import run
@@ -69,21 +69,10 @@ ITEM = ("TCL203", line_of(".item()"))  # in _greedy, reached through getattr(typ
 BEAM = ("TCL101", line_of('print("beam")'))  # in _beam: the table names it too (the key is not followed)
 
 
-def write(root, name, source):
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source))
-    return path
-
-
 @pytest.fixture
 def site_packages(tmp_path, monkeypatch):
-    site = tmp_path / "site-packages"
-    write(site, "genlib/__init__.py", "from .model import Generator\n")
-    write(site, "genlib/model.py", LIBRARY)
-    monkeypatch.setattr(installed, "site_directories", lambda: [str(site)])
-    monkeypatch.syspath_prepend(str(site))
-    return site
+    return install(tmp_path, monkeypatch, {"genlib/__init__.py": "from .model import Generator\n",
+                                           "genlib/model.py": LIBRARY})
 
 
 def library_findings(tmp_path, calls):
