@@ -25,7 +25,7 @@ from .library_remedies import remedy
 from .guard_facts import NOT_NONE, agreed
 from .guards import boolean_operators, refusal
 from .limits import interruption
-from .module_index import FunctionInfo, ModuleIndex, build_index, mark_module_classes
+from .module_index import FunctionInfo, ModuleIndex, build_index, decorator_names, mark_module_classes
 from . import entries as entries_module
 from .project import Project, ProjectScan, module_name_of
 from .noqa import NoqaMap
@@ -34,7 +34,7 @@ from .rules import selected_rules
 from .summaries import CallSiteReturns
 from .params import (UNKNOWN, agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
                      fixed_params, helper_param_kinds, sized_params, tuple_params)
-from .local_constants import MAX_HELPER_STATEMENTS, falls_off_end, is_generator, joined_literal
+from .local_constants import MAX_HELPER_STATEMENTS, TRANSPARENT_DECORATORS, falls_off_end, is_generator, joined_literal
 from .installed import hierarchy as installed_hierarchy
 from .walker import Candidate, FunctionResult, FunctionWalker
 
@@ -900,8 +900,11 @@ class FileAnalysis(EntryPoints, CallResolver):
         rule-free walk of the helper with them as its constants (tcl/local_constants.py); else
         None. Kept per (helper, constants); a helper already being walked for it answers None."""
         callee = self.resolve_call(call, caller)
-        if callee is None or callee.node is None or callee.is_disabled:
-            return None
+        if callee is None or callee.node is None or callee.is_disabled or callee.name in ("__init__", "__new__"):
+            return None  # a constructor call's value is the object, not what __init__ returns
+        if any(name not in TRANSPARENT_DECORATORS
+               for name in decorator_names(callee.node, callee.index.imports)):
+            return None  # a decorator may return something else than the function
         body = callee.node.body
         if len(getattr(body, "body", ())) > MAX_HELPER_STATEMENTS:
             return None

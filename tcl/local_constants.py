@@ -24,6 +24,12 @@ from .branches import target_names
 from .node_memo import per_node
 
 MAX_HELPER_STATEMENTS = 40  # a helper longer than this is not walked for its return value
+# Decorators that leave what a call returns as the function returns it; a helper with any
+# other decorator is not asked for its literal.
+TRANSPARENT_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod",
+    "functools.lru_cache", "functools.cache", "torch.no_grad",
+})
 
 
 class _Mixed:

@@ -183,6 +183,17 @@ PRINT = "TCL101 at print(x)"
     # n unknown: 1 or None, no single literal
     ("def mode(n):\n    if n == 5:\n        return 1\n\n"
      "def step(x, n=2):\n    m = mode(x.dim())\n    if m is not None:\n        print(x)\n    return x\n", [PRINT]),
+    # a constructor's value is the object, not the None its __init__ returns: not known
+    ("class Box:\n    def __init__(self):\n        self.v = 1\n\n"
+     "def step(x):\n    b = Box()\n    if b is None:\n        print(x)\n    return x\n", [PRINT]),
+    ("class Box:\n    def __init__(self):\n        self.v = 1\n\n"
+     "def step(x):\n    b = Box()\n    if b is not None:\n        print(x)\n    return x\n", [PRINT]),
+    # a decorator may return something else: not asked
+    ("import functools\n\ndef wrap(f):\n    @functools.wraps(f)\n    def inner(*a):\n        return 1\n"
+     "    return inner\n\n@wrap\ndef mode():\n    return None\n\n"
+     "def step(x):\n    m = mode()\n    if m is not None:\n        print(x)\n    return x\n", [PRINT]),
+    ("import functools\n\n@functools.lru_cache\ndef mode():\n    return None\n\n"
+     "def step(x):\n    m = mode()\n    if m is not None:\n        print(x)\n    return x\n", []),
     # a generator returns no literal
     ("def flags():\n    yield False\n    return None\n\n"
      "def step(x):\n    f = flags()\n    if f is not None:\n        print(x)\n    return x\n", [PRINT]),
