@@ -79,7 +79,9 @@ def exits_if_true(node: cst.If) -> bool:
     return node.orelse is None and _always_exits(node.body)
 
 
-class _BoundNames(cst.CSTVisitor):
+class BoundNames(cst.CSTVisitor):
+    """The names assignments, augmented assignments and loop targets bind, not in nested defs."""
+
     def __init__(self) -> None:
         self.names: set[str] = set()
 
@@ -117,7 +119,7 @@ def names_bound_in(block: cst.CSTNode) -> frozenset[str]:
     """The names a block assigns (not in nested defs). Kept per node: an editor's re-check
     walks the same installed functions again."""
     def compute() -> frozenset[str]:
-        visitor = _BoundNames()
+        visitor = BoundNames()
         block.visit(visitor)
         return frozenset(visitor.names)
 
@@ -225,7 +227,7 @@ def _assigned_names(block: cst.CSTNode) -> set[str]:
     return visitor.names
 
 
-class _TargetNames(_BoundNames):
+class _TargetNames(BoundNames):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._add(node.target)
 

@@ -32,7 +32,7 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .summaries import CallSiteReturns
-from .params import (UNKNOWN, agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
+from .params import (agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
                      fixed_params, helper_param_kinds, sized_params, tuple_params)
 from .local_constants import MAX_HELPER_STATEMENTS, TRANSPARENT_DECORATORS, falls_off_end, is_generator, joined_literal
 from .installed import hierarchy as installed_hierarchy
@@ -838,7 +838,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             "overrides": lambda call: self.override_targets(call, function),
             "breaks": self._breaks,
             "str_enum": lambda name: self.is_str_enum(name, function.index),
-            "returned_literal": lambda asked: self.returned_literal(asked[0], asked[1], function),
+            "returned_literal": lambda asked: self.returned_literal(asked[0], asked[1:], function),
         }
         asked: list | None = None
         if memo is not None:  # an editor's re-check: reuse the walk if nothing it read changed
@@ -887,6 +887,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             field_kind=questions["field"],
             str_enum=questions["str_enum"],
             returned_literal=questions["returned_literal"],
+            tracks_returned_literal=constants is not None,
             assume=self.analyzer.config.assume,
         )
         result = walker.run()
@@ -894,11 +895,12 @@ class FileAnalysis(EntryPoints, CallResolver):
             memo.keep_walk(function, inputs, facts, asked, result)
         return result
 
-    def returned_literal(self, call: cst.Call, literals: tuple, caller: FunctionInfo):
+    def returned_literal(self, call: cst.Call, site: tuple, caller: FunctionInfo):
         """(True, value) when the helper `call` resolves to returns one literal for the literals
-        this call passes (`literals`: (position or keyword, literal or UNKNOWN) pairs), by a
-        rule-free walk of the helper with them as its constants (tcl/local_constants.py); else
-        None. Kept per (helper, constants); a helper already being walked for it answers None."""
+        this call passes (`site`: how many positional arguments, the keywords, and the
+        (position or keyword, literal) pairs of those passing one), by a rule-free walk of the
+        helper with them as its constants (tcl/local_constants.py); else None. Kept per
+        (helper, constants); a helper already being walked for it answers None."""
         callee = self.resolve_call(call, caller)
         if callee is None or callee.node is None or callee.is_disabled or callee.name in ("__init__", "__new__"):
             return None  # a constructor call's value is the object, not what __init__ returns
@@ -908,10 +910,8 @@ class FileAnalysis(EntryPoints, CallResolver):
         body = callee.node.body
         if len(getattr(body, "body", ())) > MAX_HELPER_STATEMENTS:
             return None
-        positional = sum(1 for key, _ in literals if isinstance(key, int))
-        keywords = {key for key, _ in literals if isinstance(key, str)}
-        passed = {key: value for key, value in literals if value is not UNKNOWN}
-        constants = agreed_literals(callee, [(positional, keywords, passed)])
+        positional, keywords, literals = site
+        constants = agreed_literals(callee, [(positional, keywords, dict(literals))])
         key = (id(callee.node), id(callee.receiver),
                tuple(sorted((name, type(value).__name__, repr(value)) for name, value in constants.items())))
         if key in self._returned_literals:

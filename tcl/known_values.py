@@ -20,10 +20,11 @@ import libcst as cst
 from .assume import assumed_truth
 from .branches import settled_text
 from .guard_facts import _decide, constant_truth, decided_by, keyword_value
-from .local_constants import names_in, single_bindings
+from .local_constants import single_bindings
 from .module_constants import function_locals, module_constants
 from .module_index import ModuleIndex
-from .params import UNKNOWN, KnownKeywords, keywords_escape, literal_value
+from .names import names_in
+from .params import KnownKeywords, keywords_escape, literal_value
 from .version_tests import version_truth
 
 # Under torch.compile these return constants, so branches on them are decided statically.
@@ -85,7 +86,8 @@ class KnownValues:
     """The walker's answers to "is this decided before tracing?" (see the module docstring).
     Reads the walker's state: `function`, `index`, `assume`, `version`, `constants`,
     `local_constants`, `_local_candidates`, `assigned`, `fact_scopes`, `self_writes`,
-    `settled_scopes` and the engine's `returned_literal` question."""
+    `settled_scopes` and the engine's `returned_literal` question ((the call, how many
+    positional arguments, the keywords, the literals passed) -> (True, value) or None)."""
 
     def truth(self, test: cst.BaseExpression) -> bool | None:
         """The test's value when it is decided under compile or by the guard facts."""
@@ -157,23 +159,23 @@ class KnownValues:
         if literal is None and self.constants:
             literal = keyword_value(value, self.live_constants(value))
         if literal is None and isinstance(value, cst.Call) and not any(arg.star for arg in value.args):
-            literal = self.returned_literal((value, self._argument_literals(value)))
+            positional = sum(1 for arg in value.args if arg.keyword is None)
+            keywords = frozenset(arg.keyword.value for arg in value.args if arg.keyword is not None)
+            literal = self.returned_literal((value, positional, keywords,
+                                             tuple(self.call_literals(value.args).items())))
         if literal is not None:
             self.local_constants[name] = literal[1]
         return literal
 
-    def _argument_literals(self, call: cst.Call) -> tuple:
-        """((position or keyword, the literal or UNKNOWN), ...) of a call's arguments."""
-        found = []
-        position = 0
-        for arg in call.args:
-            key = arg.keyword.value if arg.keyword is not None else position
-            if arg.keyword is None:
-                position += 1
+    def call_literals(self, args) -> dict:
+        """Position or keyword -> the literal a call's argument passes (`literal`), for the
+        arguments that pass one (spread ones skipped): CallSite.literals."""
+        literals = {}
+        for i, arg in enumerate(arg for arg in args if not arg.star):
             literal = self.literal(arg.value)
-            hashable = literal is not None and isinstance(literal[1], (str, int, float, bool, type(None), tuple))
-            found.append((key, literal[1] if hashable else UNKNOWN))
-        return tuple(found)
+            if literal is not None:
+                literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
+        return literals
 
     def _statement_index(self, node: cst.CSTNode) -> int | None:
         """The position in the function's body of the statement that holds `node`."""

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .branches import target_names
+from .branches import BoundNames, target_names
+from .instances import _statements
 from .node_memo import per_node
+from .params import all_params
 
 MAX_HELPER_STATEMENTS = 40  # a helper longer than this is not walked for its return value
 # Decorators that leave what a call returns as the function returns it; a helper with any
@@ -63,62 +65,50 @@ def single_bindings(function: cst.FunctionDef) -> dict[str, tuple[int, cst.Assig
 _SINGLE: dict[int, tuple] = {}
 
 
-class _Bindings(cst.CSTVisitor):
-    def __init__(self, root: cst.FunctionDef) -> None:
-        self.root = root
+class _Bindings(BoundNames):
+    """How many times the body binds each name (`_add` of every binding BoundNames sees, and
+    the other ways to bind), and the names it must never take for constants."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.counts: dict[str, int] = {}
         self.excluded: set[str] = set()
 
-    def _count(self, names) -> None:
-        for name in names:
+    def _add(self, target: cst.BaseExpression) -> None:
+        for name in target_names(target):
             self.counts[name] = self.counts.get(name, 0) + 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node is self.root:
-            return True
-        self._count([node.name.value])
-        return True  # only for a `nonlocal` inside it; its own assignments are its own scope
+        # A nested def binds its name; its own assignments are its scope, but a `nonlocal`
+        # there rebinds ours.
+        self._add(node.name)
+        self.excluded.update(item.name.value for small in _statements(node.body)
+                             if isinstance(small, cst.Nonlocal) for item in small.names)
+        return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self._count([node.name.value])
+        self._add(node.name)
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if self._in_root():
-            self._count(target_names(node.target))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self._in_root():
-            self._count(target_names(node.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self._in_root():
-            self._count(target_names(node.target))
-
-    def visit_For(self, node: cst.For) -> None:
-        if self._in_root():
-            self._count(target_names(node.target))
-
     def visit_WithItem(self, node: cst.WithItem) -> None:
-        if self._in_root() and node.asname is not None:
-            self._count(target_names(node.asname.name))
+        if node.asname is not None:
+            self._add(node.asname.name)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._count(target_names(node.target))  # binds in the function even inside a comprehension
+        self._add(node.target)  # binds in the function even inside a comprehension
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if self._in_root() and node.name is not None:
-            self._count(target_names(node.name.name))
+        if node.name is not None:
+            self._add(node.name.name)
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        if self._in_root():
-            bound = node.asname.name if node.asname is not None else node.name
-            while isinstance(bound, cst.Attribute):
-                bound = bound.value
-            self._count(target_names(bound))
+        bound = node.asname.name if node.asname is not None else node.name
+        while isinstance(bound, cst.Attribute):
+            bound = bound.value
+        self._add(bound)
 
     def visit_Global(self, node: cst.Global) -> None:
         self.excluded.update(item.name.value for item in node.names)
@@ -133,31 +123,14 @@ class _Bindings(cst.CSTVisitor):
         if node.name is not None:
             self.excluded.add(node.name.value)
 
-    def _in_root(self) -> bool:
-        return self._depth == 0
-
-    _depth = 0
-
-    def visit_FunctionDef_body(self, node: cst.FunctionDef) -> None:
-        if node is not self.root:
-            self._depth += 1
-
-    def leave_FunctionDef_body(self, node: cst.FunctionDef) -> None:
-        if node is not self.root:
-            self._depth -= 1
-
 
 def _single_bindings(function: cst.FunctionDef) -> dict[str, tuple[int, cst.Assign]]:
     body = function.body
     if not isinstance(body, cst.IndentedBlock):
         return {}
-    visitor = _Bindings(function)
-    function.visit(visitor)
-    params = function.params
-    parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            parameters.add(star.name.value)
+    visitor = _Bindings()
+    body.visit(visitor)
+    parameters = {param.name.value for param in all_params(function.params)}
     found: dict[str, tuple[int, cst.Assign]] = {}
     for position, statement in enumerate(body.body):
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
@@ -207,18 +180,3 @@ def is_generator(function: cst.FunctionDef) -> bool:
 
 
 _GENERATORS: dict[int, tuple] = {}
-
-
-def names_in(node: cst.CSTNode) -> set[str]:
-    """The plain names an expression reads."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.add(current.value)
-        elif isinstance(current, cst.Attribute):
-            stack.append(current.value)  # `.attr` is not a name read
-        else:
-            stack.extend(current.children)
-    return found

@@ -123,3 +123,18 @@ _CANONICAL_PREFIXES = (
     ("torch._dynamo.eval_frame.disable", "torch._dynamo.disable"),
     ("torch._dynamo.decorators.", "torch._dynamo."),
 )
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names an expression reads (not attribute names: `x` of `x.shape`)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            stack.append(current.value)
+        else:
+            stack.extend(current.children)
+    return found

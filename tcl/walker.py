@@ -21,7 +21,7 @@ from .branches import (
 )
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
-from .names import LOGGER_NAMES, dotted
+from .names import LOGGER_NAMES, dotted, names_in
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
 from .params import all_params as _all_params, body_evidence, tensor_evidenced_names
@@ -121,7 +121,8 @@ class FunctionResult:
     # A default-mode graph break on a path every call takes: the caller's graph ends at the call.
     breaks: bool = False
     # The literal every `return` the walk reached gives, as (True, value); None when it reached
-    # none, MIXED when they differ or one is not a literal (tcl/local_constants.py).
+    # none, MIXED when they differ or one is not a literal (tcl/local_constants.py). Only on a
+    # walk with tracks_returned_literal.
     returns_literal: object = None
     stops_early: bool = False  # a return or raise decided before tracing ends the body's walk
 
@@ -155,6 +156,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
         field_kind=lambda node: None,
         str_enum=lambda name: False,
         returned_literal=lambda asked: None,
+        tracks_returned_literal: bool = False,
     ) -> None:
         self.assume = assume or None
         # Guard facts every caller's `if` established on `self` attributes (tcl/guard_facts.py),
@@ -172,7 +174,10 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
         # only by a test.
         self.local_constants: dict = {}
         self._local_candidates: dict[str, cst.Assign] = {}
-        self.returned_literal = returned_literal  # (call, its arguments' literals) -> (True, value)
+        self.returned_literal = returned_literal  # tcl/known_values.py KnownValues
+        # FunctionResult.returns_literal is kept only on a walk that asks for it (the engine's
+        # returned_literal): every other walk would read its returns' literals for nothing.
+        self.tracks_returned_literal = tracks_returned_literal
         self._body_stopped = False  # the walk left the body early: its end is never reached
         # Whether parameter kinds are what callers pass (a helper) or the entry's defaults.
         self.params_from_callers = (not is_entry) if params_from_callers is None else params_from_callers
@@ -368,7 +373,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
             origin = self.origins.get(size.value)
             if origin is not None and origin is not size and size.value not in self._loop_names():
                 return self._size_key(origin, depth + 1)
-        names = sorted({n.value for n in _names_in(size)})
+        names = sorted(names_in(size))
         return (_dim_text(size), tuple((n, id(self.origins.get(n))) for n in names))
 
     def _loop_names(self) -> set[str]:
@@ -785,8 +790,9 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
         value = original_node.value
         kind = self.kind(value) if value is not None else Kind.META
         result = self.result
-        result.returns_literal = joined_literal(
-            result.returns_literal, self.literal(value) if value is not None else (True, None))
+        if self.tracks_returned_literal:
+            result.returns_literal = joined_literal(
+                result.returns_literal, self.literal(value) if value is not None else (True, None))
         if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
             elements = tuple(self.kind(el.value) for el in value.elements)
             kind = Kind.TENSOR if any(is_tensor(k) for k in elements) else kind
@@ -864,11 +870,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
             facts |= {(EAGER_CONSTRUCTION, True)}
         literals = None
         if callee is not None and all(self._forwards_entry_varargs(arg) for arg in args if arg.star):
-            literals = {}
-            for i, arg in enumerate(arg for arg in args if not arg.star):
-                literal = self.literal(arg.value)
-                if literal is not None:
-                    literals[arg.keyword.value if arg.keyword is not None else i] = literal[1]
+            literals = self.call_literals(args)
         site = CallSite(positional, keywords, crossed, tuples, sizes, facts, literals, frozenset(fixed))
         for target in callees + overrides:
             self.result.calls.append((target, site))
@@ -1092,18 +1094,6 @@ def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
     from .module_index import DISABLE_NAMES, decorator_names
 
     return any(name in DISABLE_NAMES for name in decorator_names(node, index.imports))
-
-
-def _names_in(node: cst.CSTNode):
-    """The names an expression reads (not attribute names: `x` of `x.shape`)."""
-    if isinstance(node, cst.Name):
-        yield node
-        return
-    if isinstance(node, cst.Attribute):
-        yield from _names_in(node.value)
-        return
-    for child in node.children:
-        yield from _names_in(child)
 
 
 def _dim_text(size: cst.BaseExpression) -> str:
