@@ -16,8 +16,13 @@ evidence in the source:
   the rank and `len()` of a Python list or tuple counts its elements: neither is a size;
 * it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
   one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);
-  a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed; any
-  other dim is *unknown* (`None`), which TCL505 and TCL506 report (not *fixed*).
+  a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed;
+* the last dim (`t.shape[-1]`, `t.size(-1)`) is fixed *by convention* (`Size.by_convention`):
+  it holds the features a Linear, a LayerNorm or an embedding acts on, or the channels of a
+  channels-last image, which the weights fix. A name says otherwise and wins: a size named as
+  a length (`T = x.shape[-1]`), or the last dim of a tensor named as a sequence (`wav`,
+  `input_ids`, `attention_mask`: time or tokens come last there), is not fixed;
+* any other dim is *unknown* (`None`), which TCL505 and TCL506 report (not *fixed*).
 
 Names are evidence of the author's intent, not proof; each finding says which evidence it used.
 """
@@ -71,6 +76,8 @@ class Size:
 
     varies: bool | None
     why: str
+    # fixed only by the last-dim convention: a name that says it is a length overrules it
+    by_convention: bool = False
 
 
 def _words(name: str) -> list[str]:
@@ -238,6 +245,28 @@ def _reduced_dims(call: cst.Call, ctx, depth: int) -> list[cst.BaseExpression] |
     return inner[:d] + inner[d + 1:]
 
 
+_CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
+
+
+def _concatenated_dims(call: cst.Call, ctx, depth: int) -> list[cst.BaseExpression] | None:
+    """`torch.cat([a.reshape(-1, d), b.reshape(-1, d)])`: the first piece's dims, the one joined
+    along unknown (the pieces must agree on every other dim, or cat raises)."""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    keyword = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    pieces = positional[0] if positional else keyword.get("tensors")
+    dim_node = positional[1] if len(positional) > 1 else keyword.get("dim")
+    dim = 0 if dim_node is None else _int_value(dim_node)
+    if not isinstance(pieces, (cst.List, cst.Tuple)) or not pieces.elements or dim is None \
+            or isinstance(pieces.elements[0], cst.StarredElement):
+        return None
+    dims = _factory_dims(pieces.elements[0].value, ctx, depth + 1)
+    if dims is None or not -len(dims) <= dim < len(dims):
+        return None
+    dims = list(dims)
+    dims[dim] = _INFERRED
+    return dims
+
+
 def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.BaseExpression] | None:
     """The size arguments of the factory that built `tensor` (`h = torch.zeros(L * D, b, H)`),
     or of the reshape / view that last gave it its shape (`x.reshape(-1, self.num_dims)`; a
@@ -273,6 +302,8 @@ def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.B
         return [_INFERRED if _int_value(size) == -1 else size for size in sizes]
     if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in _DIM_REDUCTIONS:
         return _reduced_dims(tensor, ctx, depth)
+    if ctx.qualname(tensor.func) in _CONCATENATIONS:
+        return _concatenated_dims(tensor, ctx, depth)
     if ctx.qualname(tensor.func) not in _SHAPED_FACTORIES:
         return None
     sizes = [a.value for a in tensor.args if a.keyword is None and not a.star]
@@ -334,7 +365,27 @@ def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
                 return found
     if dim == 0:
         return Size(True, f"dim 0 of {source_text(tensor)} (the batch)")
+    if dim == -1 and not _sequence_tensor(tensor):
+        return Size(False, f"dim -1 of {source_text(tensor)}", by_convention=True)
     return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")
+
+
+# Words of a tensor's name that say its last dim is time or tokens, not features.
+_SEQUENCE_TENSOR_WORDS = frozenset({
+    "wav", "wavs", "audio", "waveform", "waveforms", "signal", "signals", "ids", "tokens", "mask",
+    "masks", "seq", "sequence", "sequences", "samples", "frames", "spec", "spectrogram", "stft",
+    "mel", "mels", "time", "labels",
+})
+
+
+def _sequence_tensor(tensor: cst.BaseExpression) -> bool:
+    """`wav`, `input_ids`, `attention_mask`, `self.audio`: a name that says the last dim is a
+    length (samples, tokens, frames)."""
+    while isinstance(tensor, cst.Call) and isinstance(tensor.func, cst.Attribute) \
+            and tensor.func.attr.value in _VIEW_METHODS:
+        tensor = tensor.func.value
+    name = tensor.value if isinstance(tensor, cst.Name) else tensor.attr.value if isinstance(tensor, cst.Attribute) else ""
+    return any(w in _SEQUENCE_TENSOR_WORDS for w in _words(name))
 
 
 _CONTAINER_ANNOTATIONS = frozenset({
@@ -535,11 +586,12 @@ def _named_size(name: str, ctx, depth: int) -> Size | None:
     size = size_of(origin, ctx, depth + 1)
     if size is None:
         return None
-    if size.varies is None:
+    if size.varies is None or size.by_convention:
         by_name = varies_by_name(name)
         if by_name is not None:
             return Size(by_name, f"{name} = {size.why}, named as a {'length' if by_name else 'width'}")
-    return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why)
+    return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why,
+                by_convention=size.by_convention)
 
 
 def unpacked_shape_origins(elements: list[cst.BaseExpression], value: cst.BaseExpression, ctx) -> dict:

@@ -174,7 +174,22 @@ class GridBounds(nn.Module):
         x_mins = flat.amin(0).tolist()  # noqa: TCL205
         spans = [hi - lo for lo, hi in zip(x_mins, x_maxs)]
         return x * len(spans) + sum(spans)
-''', entry="GridBounds", calls=_BATCHES)]
+''', entry="GridBounds", calls=_BATCHES), Example('''
+import torch
+from torch import nn
+
+class PairBounds(nn.Module):
+    """Rows of both inputs joined along dim 0: dim 1 is still num_dims, whatever the batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.num_dims = 3
+
+    def forward(self, x1, x2):
+        both = torch.cat([x1.reshape(-1, self.num_dims), x2.reshape(-1, self.num_dims)])
+        x_mins = both.min(0)[0].tolist()  # noqa: TCL205
+        return x1 * len(x_mins) + sum(x_mins)
+''', entry="PairBounds", calls="[(torch.randn(n, 3), torch.randn(n + 1, 3)) for n in (2, 3, 4, 5)]")]
     INVALID = [
         Example('''
 import torch
