@@ -81,7 +81,9 @@ def child_run(name: str, settings: list[str], out_path: str, recompiles: bool = 
         torch.save(result, out_path)
         return 0
     first, again = fl._eager(model, args, kwargs), fl._eager(model, args, kwargs)
-    patch = torch._dynamo.config.patch(**{s: True for s in settings})
+    from tcl.dynamo_settings import config_values
+
+    patch = torch._dynamo.config.patch(**config_values(settings))
     with patch, fl._quiet():
         fl.seed()
         found = probe(model, args, kwargs, user_files=library_files(roots), backend="eager",

@@ -106,7 +106,9 @@ def run_model(name: str, modes: list[str], iters: int, repeats: int, warmup: int
         return _training(fn, params) if train else fn
 
     def patched(on):
-        return torch._dynamo.config.patch(**{s: True for s in settings}) if on else contextlib.nullcontext()
+        from tcl.dynamo_settings import config_values
+
+        return torch._dynamo.config.patch(**config_values(settings)) if on else contextlib.nullcontext()
 
     grad = contextlib.nullcontext() if train else torch.no_grad()
     rows = []

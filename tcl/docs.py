@@ -48,12 +48,16 @@ def settings_text(rule) -> str:
     """What the Dynamo settings a program turns on do to the rule (tcl/dynamo_settings.py)."""
     text = ""
     if rule.removed_by:
-        text += ("; not reported where the program sets " + " or ".join(
-            f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.removed_by))
+        from .dynamo_settings import statement
+
+        text += ("; not reported where the program runs " + " or ".join(
+            f"`{statement(s)}`" for s in sorted(rule.removed_by))
             + {"recompile": " (measured: the compilations of its examples stop growing with the calls then;"
                             " examples the setting does not reach are still reported)",
-               "crash": " (measured: its examples run then)"}.get(rule.category,
-                                                                   " (measured: its examples do not break then)"))
+               "crash": " (measured: its examples run then)"}.get(
+                   rule.category, " (measured: its examples do not break then" + (
+                       "; examples the setting does not reach still break and are still reported)"
+                       if any(e.removed_by == () for e in rule.INVALID) else ")")))
     if rule.needs_settings:
         text += ("; in default mode only where the program sets " + " and ".join(
             f"`torch._dynamo.config.{s} = True`" for s in sorted(rule.needs_settings))

@@ -6,7 +6,13 @@ graph as symbolic scalars (a Python branch on such a scalar still breaks, at the
 `capture_dynamic_output_shape_ops` keeps `nonzero`, boolean-mask indexing and the other ops whose
 output size depends on data, and `allow_rnn` lets Dynamo trace nn.RNN/LSTM/GRU modules (measured
 on 2.13: LSTM, GRU, RNN, bidirectional and stacked, with `flatten_parameters()`, trace without a
-break and match eager). A fourth decides a class of recompiles: `allow_unspec_int_on_nn_module`
+break and match eager). `reorderable_logging_functions` is a set, not a switch: a `print()` or
+`warnings.warn()` registered there runs after the graph instead of breaking it, when every argument
+is a constant, a string (formatted or not) or a tensor (measured on 2.13: a message, an f-string of
+sizes, `stacklevel=2` and a tensor are reordered and still printed or warned once per call; a
+warning category, a torch.Size or a list is not: the break stays, as GB0296). tcl counts it as on
+when the file registers both (`tcl fix` inserts `...reorderable_logging_functions.update({print,
+warnings.warn})`). A fourth switch decides a class of recompiles: `allow_unspec_int_on_nn_module`
 traces int attributes of nn.Modules as symbolic ints, so a counter a forward updates on every call
 (TCL501) no longer recompiles each call (measured on 2.13: `self.step += 1` 6 calls -> 2
 compiles, `if self.calls % 4 == 0` -> 3, one per outcome; an int in a module-level dict is not
@@ -34,6 +40,9 @@ KNOWN = {
                                         "output shapes stay in the graph",
     "allow_rnn": "nn.RNN, nn.LSTM and nn.GRU modules are traced instead of breaking where the module is "
                  "loaded",
+    "reorderable_logging_functions": "print() and warnings.warn() run after the graph instead of breaking it, "
+                                     "where their arguments are constants, strings or tensors (the output is "
+                                     "printed or warned after the graph's computation, once per call)",
     "allow_unspec_int_on_nn_module": "int attributes of nn.Modules are traced as symbolic ints, not "
                                      "specialised: a counter updated on every call stops recompiling "
                                      "each call",
@@ -41,6 +50,9 @@ KNOWN = {
 # fullgraph=True captures scalars and data-dependent shapes whatever the settings say (measured on
 # 2.13: `.item()` and `nonzero` trace; a Python branch on the captured value raises a UserError).
 FULLGRAPH_SETTINGS = frozenset({"capture_scalar_outputs", "capture_dynamic_output_shape_ops"})
+REORDERABLE = "reorderable_logging_functions"
+# What tcl registers there, as `tcl fix` writes it and as the file must name it to count.
+REORDERED_FUNCTIONS = ("print", "warnings.warn")
 CONFIG_MODULE = "torch._dynamo.config"
 FACT_KEY = "dynamo_settings"
 
@@ -48,7 +60,7 @@ FACT_KEY = "dynamo_settings"
 def settings_in_file(index) -> frozenset[str]:
     """The known settings `index`'s file sets to True (cached on the index)."""
     source = index.source or ""
-    if "capture_" not in source and "allow_" not in source:  # cheap: most files set nothing
+    if "capture_" not in source and "allow_" not in source and "reorderable_" not in source:  # most set nothing
         return frozenset()
     found = index.file_fact(FACT_KEY, settings_in_tree)
     return found or frozenset()
@@ -65,14 +77,41 @@ def settings_in_tree(tree: ast.AST) -> frozenset[str]:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     found = set()
+    reordered: set[str] = set()
     for node in ast.walk(tree):
+        reordered.update(_registered_for_reordering(node, aliases))
         if not isinstance(node, ast.Assign) or not (isinstance(node.value, ast.Constant) and node.value.value is True):
             continue
         for target in node.targets:
             name = _dotted(target, aliases)
             if name and name.rpartition(".")[0] == CONFIG_MODULE and name.rpartition(".")[2] in KNOWN:
                 found.add(name.rpartition(".")[2])
+    if set(REORDERED_FUNCTIONS) <= reordered:
+        found.add(REORDERABLE)
     return frozenset(found)
+
+
+def _registered_for_reordering(node: ast.AST, aliases: dict[str, str]) -> set[str]:
+    """The functions `node` adds to reorderable_logging_functions: `.add(f)`, `.update({f, g})`,
+    `|= {f}` or `= {f, g}` on it (dotted names, `print` for the builtin)."""
+    values: list[ast.AST] = []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("add", "update") \
+            and _dotted(node.func.value, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}":
+        values = list(node.args)
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr) \
+            and _dotted(node.target, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}":
+        values = [node.value]
+    elif isinstance(node, ast.Assign) and any(_dotted(t, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}"
+                                              for t in node.targets):
+        values = [node.value]
+    names: set[str] = set()
+    for value in values:
+        elements = value.elts if isinstance(value, (ast.Set, ast.List, ast.Tuple)) else [value]
+        for element in elements:
+            name = _dotted(element, aliases)
+            if name:
+                names.add(name.removeprefix("builtins."))
+    return names
 
 
 def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -88,7 +127,27 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def statement(setting: str) -> str:
     """The line `tcl fix` inserts."""
+    if setting == REORDERABLE:
+        return f"torch._dynamo.config.{REORDERABLE}.update({{{', '.join(REORDERED_FUNCTIONS)}}})"
     return f"torch._dynamo.config.{setting} = True"
+
+
+def statement_imports(setting: str) -> tuple[str, ...]:
+    """Modules besides torch that the inserted line names."""
+    return ("warnings",) if setting == REORDERABLE else ()
+
+
+def config_values(settings) -> dict:
+    """`settings` as `torch._dynamo.config.patch(**...)` takes them (run time only)."""
+    values: dict = {}
+    for setting in settings:
+        if setting == REORDERABLE:
+            import warnings
+
+            values[setting] = {print, warnings.warn}
+        else:
+            values[setting] = True
+    return values
 
 
 def check_names(names, where: str) -> list[str]:

@@ -341,8 +341,9 @@ class Analyzer:
         library's own location kept in `library`); None when the user silenced that line."""
         library = f"{self.installed.short(finding.path)}:{finding.line}:{finding.col}"
         # The rule's rewrite is for code the user owns; this is a library's.
+        applies = bool(candidate.removed_settings) or not candidate.rule.removed_by
         finding = dataclasses.replace(finding, fix=remedy(finding.code, self.installed.version_of(finding.path),
-                                                          candidate.rule.category))
+                                                          candidate.rule.category, applies))
         anchor = analysis.anchor_of(candidate.function)
         if anchor is None:  # an installed function named as an entry itself: no user line
             return dataclasses.replace(finding, library=library, library_path=finding.path,

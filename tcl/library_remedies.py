@@ -6,7 +6,7 @@ compile call and the code around the call that reaches it. So such findings carr
 on the user's side instead: a Dynamo setting that keeps this kind of operation in the graph
 (only where the setting exists for that break: `capture_scalar_outputs` for scalar reads,
 `capture_dynamic_output_shape_ops` for data-dependent shapes, `reorderable_logging_functions`
-for print, `allow_rnn` for RNN modules, `allow_unspec_int_on_nn_module` for a module's int counter
+for print and warnings.warn (where Dynamo can reorder the call), `allow_rnn` for RNN modules, `allow_unspec_int_on_nn_module` for a module's int counter
 that recompiles every call), then the two ways around any break — keep the call
 out of the graph with `torch.compiler.disable`, or compile a smaller region — and the
 package's version, to check a newer release.
@@ -21,7 +21,10 @@ SETTINGS = {
     "TCL206": "set torch._dynamo.config.capture_scalar_outputs = True before compiling (sizes read from tensors stay symbolic)",
     "TCL301": ("set torch._dynamo.config.capture_dynamic_output_shape_ops = True before compiling "
                "(nonzero / masked_select shapes stay in the graph)"),
-    "TCL101": "add print to torch._dynamo.config.reorderable_logging_functions (it then runs after the graph)",
+    "TCL101": ("register it before compiling: torch._dynamo.config.reorderable_logging_functions.update({print, "
+               "warnings.warn}) (print then runs after the graph, once per call)"),
+    "TCL105": ("register it before compiling: torch._dynamo.config.reorderable_logging_functions.update({print, "
+               "warnings.warn}) (the warning is then issued after the graph, once per call)"),
     "TCL408": "set torch._dynamo.config.allow_rnn = True before compiling (Dynamo then traces nn.RNN/LSTM/GRU)",
     "TCL601": ("set torch._dynamo.config.capture_scalar_outputs = True before compiling (the reads stay in the "
                "graph and the f-string no longer raises)"),
@@ -30,14 +33,16 @@ SETTINGS = {
 }
 
 
-def remedy(code: str, package: str, category: str = "graph-break") -> str:
-    """The fix text of a finding in `package` (`zuko==1.6.0`) under rule `code`."""
+def remedy(code: str, package: str, category: str = "graph-break", setting_applies: bool = True) -> str:
+    """The fix text of a finding in `package` (`zuko==1.6.0`) under rule `code`;
+    `setting_applies=False`: the rule's setting does not reach this finding (a warnings.warn
+    with a category, which Dynamo cannot reorder), so it is not offered."""
     if category == "recompile":  # a crash, like a break, is avoided by keeping the call out of the graph
-        if code in SETTINGS:
+        if code in SETTINGS and setting_applies:
             return f"in {package}, which you do not edit: {SETTINGS[code]}"
         return (f"in {package}, which you do not edit: mark the varying dimension dynamic at your compile call "
                 f"(torch._dynamo.mark_dynamic(x, dim)), or compile with dynamic=True")
-    ways = [SETTINGS[code]] if code in SETTINGS else []
+    ways = [SETTINGS[code]] if code in SETTINGS and setting_applies else []
     ways.append("keep the call at this line out of the graph (call it from a function decorated "
                 "@torch.compiler.disable) or compile a smaller region")
     ways.append(f"or see whether a newer release than {package} avoids it")

@@ -222,6 +222,75 @@ def test_aliases_of_the_config_module_count():
     assert settings_in_tree(tree) == {"capture_scalar_outputs", "capture_dynamic_output_shape_ops"}
 
 
+def test_print_and_warnings_registered_for_reordering_count_only_together():
+    from tcl.dynamo_settings import settings_in_tree
+    import ast
+
+    def read(code):
+        return settings_in_tree(ast.parse(textwrap.dedent(code)))
+
+    assert read("""
+        import warnings, torch
+        torch._dynamo.config.reorderable_logging_functions.update({print, warnings.warn})
+    """) == {"reorderable_logging_functions"}
+    assert read("""
+        from warnings import warn
+        import torch._dynamo as dynamo
+        dynamo.config.reorderable_logging_functions.add(print)
+        dynamo.config.reorderable_logging_functions |= {warn}
+    """) == {"reorderable_logging_functions"}
+    # one of the two: print would still break, so tcl does not count the setting as on
+    assert read("""
+        import warnings, torch
+        torch._dynamo.config.reorderable_logging_functions.add(warnings.warn)
+    """) == frozenset()
+
+
+WARNING_LIBRARY = """
+    import warnings
+    import torch.nn as nn
+
+    class Legacy(nn.Module):
+        def forward(self, x):
+            warnings.warn("Legacy is deprecated")
+            return x * 2
+
+    class Categorised(nn.Module):
+        def forward(self, x):
+            warnings.warn("Categorised is deprecated", FutureWarning)
+            return x * 2
+"""
+
+
+def test_a_library_warning_gets_registered_for_reordering_at_the_compile_call(tmp_path, site_packages, capsys):
+    write(site_packages, "warnlib/__init__.py", WARNING_LIBRARY)
+    user = write(tmp_path / "proj", "run.py", """
+        import torch
+        import warnlib
+
+        compiled = torch.compile(warnlib.Legacy())
+        other = torch.compile(warnlib.Categorised())
+    """)
+    findings, errors = check([user])
+    assert not errors and [(f.code, f.line) for f in findings] == [("TCL105", 5), ("TCL105", 6)]
+    legacy, categorised = findings
+    assert "reorderable_logging_functions" in legacy.fix
+    assert "reorderable_logging_functions" not in categorised.fix  # a category: Dynamo cannot reorder it
+    main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--unsafe-fixes"])
+    capsys.readouterr()
+    assert user.read_text() == textwrap.dedent("""
+        import torch
+        import warnlib
+        import warnings
+
+        torch._dynamo.config.reorderable_logging_functions.update({print, warnings.warn})
+        compiled = torch.compile(warnlib.Legacy())
+        other = torch.compile(warnlib.Categorised())
+    """)
+    findings, errors = check([user])  # the registration holds: only the categorised warning is left
+    assert not errors and [(f.code, f.line) for f in findings] == [("TCL105", 8)]
+
+
 torch = pytest.importorskip("torch")
 
 

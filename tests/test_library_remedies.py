@@ -34,6 +34,13 @@ def _print(x):
     return x + 1
 
 
+def _warn(x):
+    import warnings
+
+    warnings.warn("step")
+    return x + 1
+
+
 class _Lstm(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -49,6 +56,7 @@ CASES = {
     "TCL206": (_size, lambda: torch.ones(3), {"capture_scalar_outputs": True}),
     "TCL301": (_nonzero, lambda: torch.tensor([0.0, 1.0, 2.0]), {"capture_dynamic_output_shape_ops": True}),
     "TCL101": (_print, lambda: torch.ones(3), {"reorderable_logging_functions": {print}}),
+    "TCL105": (_warn, lambda: torch.ones(3), {"reorderable_logging_functions": {print, __import__("warnings").warn}}),
     "TCL408": (_Lstm(), lambda: torch.ones(2, 1, 4), {"allow_rnn": True}),
 }
 

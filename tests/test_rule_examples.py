@@ -17,6 +17,7 @@ import pytest
 os.environ["PYTHONBREAKPOINT"] = "0"
 
 from tcl.config import Config
+from tcl.dynamo_settings import config_values
 from tcl.engine import Analyzer
 from tcl.rules import ALL_RULES
 from tcl.torch_version import installed
@@ -126,7 +127,7 @@ def _settings(example):
 
     if not example.settings:
         return contextlib.nullcontext()
-    return torch._dynamo.config.patch(**{name: True for name in example.settings})
+    return torch._dynamo.config.patch(**config_values(example.settings))
 
 
 @pytest.mark.parametrize("rule, example", REMOVED_CASES)
@@ -135,7 +136,7 @@ def test_setting_removes_the_break_on_installed_torch(rule, example):
     break; for a recompile rule, the compilations stop growing with the number of calls."""
     if not example.applies_to(INSTALLED):
         pytest.skip(f"example is for torch {example.versions}")
-    settings = {name: True for name in removed_by(rule, example)}
+    settings = config_values(removed_by(rule, example))
     if rule.category == "crash":
         with torch._dynamo.config.patch(**settings):
             assert crashing_calls(example) == ([], None)
@@ -155,7 +156,7 @@ def test_setting_removes_the_break_on_installed_torch(rule, example):
 
 @pytest.mark.parametrize("rule, example", [case for case in KEPT_CASES if case.values[0].category == "recompile"])
 def test_an_example_the_setting_does_not_reach_still_recompiles(rule, example):
-    with torch._dynamo.config.patch(**{name: True for name in rule.removed_by}):
+    with torch._dynamo.config.patch(**config_values(rule.removed_by)):
         assert compiles(example, repeat=6) == 6
 
 

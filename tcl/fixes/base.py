@@ -45,6 +45,7 @@ class Fix:
     replacements: dict = field(default_factory=dict)
     note: str = ""          # what the user should know (shown next to the diff)
     needs_torch: bool = False
+    imports: tuple = ()     # other modules the new code names (`import warnings` is added if missing)
     guard: bool = False
     held_back: bool = False  # an unsafe fix `tcl fix --verify` leaves out of one variant
 

@@ -79,10 +79,12 @@ def _setting_fix(setting: str, statement, module, code: str, line: int, col: int
     # A def keeps its blank lines above it (PEP 8); a plain statement follows the setting.
     after = statement if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else \
         statement.with_changes(leading_lines=())
-    return Fix(code, line, col, f"turn on torch._dynamo.config.{setting} before compiling", UNSAFE,
+    title = f"register print and warnings.warn in torch._dynamo.config.{setting} before compiling" \
+        if setting == dynamo_settings.REORDERABLE else f"turn on torch._dynamo.config.{setting} before compiling"
+    return Fix(code, line, col, title, UNSAFE,
                {statement: cst.FlattenSentinel([new_line, after])},
                note=f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[setting]}. {why}",
-               needs_torch=True)
+               needs_torch=True, imports=dynamo_settings.statement_imports(setting))
 
 
 def settings_fixes(report, pairs, parents) -> list[Fix]:

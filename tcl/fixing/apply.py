@@ -415,8 +415,22 @@ def apply_fixes(module: cst.Module, fixes: list[Fix], torch_is_bound: bool) -> s
             guards.update(id(r) for r in fix.replacements.values())
     new_module = _apply_to_statements(module, _Apply(replacements, guards), replacements)
     if any(f.needs_torch for f in fixes) and not torch_is_bound:
-        new_module = add_import_torch(new_module)
+        new_module = add_import(new_module)
+    for name in sorted({name for f in fixes for name in f.imports}):
+        if not _imports_module(new_module, name):
+            new_module = add_import(new_module, name)
     return new_module.code
+
+
+def _imports_module(module: cst.Module, name: str) -> bool:
+    """Whether a top-level `import name` binds `name`."""
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import) and any(
+                        a.asname is None and isinstance(a.name, cst.Name) and a.name.value == name for a in small.names):
+                    return True
+    return False
 
 
 def _apply_to_statements(module: cst.Module, transformer: "_Apply", replacements: dict) -> cst.Module:
@@ -439,8 +453,8 @@ def _apply_to_statements(module: cst.Module, transformer: "_Apply", replacements
     return module.with_changes(body=body)
 
 
-def add_import_torch(module: cst.Module) -> cst.Module:
-    """`import torch` after the module's leading imports (or its docstring)."""
+def add_import(module: cst.Module, name: str = "torch") -> cst.Module:
+    """`import torch` (or `import name`) after the module's leading imports (or its docstring)."""
     body = list(module.body)
     position = 0
     for i, statement in enumerate(body):
@@ -456,7 +470,7 @@ def add_import_torch(module: cst.Module) -> cst.Module:
                 continue
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             break
-    line = cst.parse_statement("import torch" + module.default_newline, config=module.config_for_parsing)
+    line = cst.parse_statement(f"import {name}" + module.default_newline, config=module.config_for_parsing)
     body.insert(position, line)
     return module.with_changes(body=body)
 

@@ -283,7 +283,9 @@ def child(path: str, dotted: str, root: str) -> dict:
     # setting inserted before a compile call inside main() runs before that compile in the real
     # program, but not when the examples are compiled here).
     settings = settings_of(path)
-    with torch._dynamo.config.patch(**{setting: True for setting in settings}):
+    from ..dynamo_settings import config_values
+
+    with torch._dynamo.config.patch(**config_values(settings)):
         return {"examples": [_run_example(example, torch, probe, unwrap_compiled) for example in examples],
                 "settings": sorted(settings)}
 

@@ -12,6 +12,44 @@ from ..names import LOG_METHODS
 from .base import Example, Rule
 
 GUARD = "guard it with `if not torch.compiler.is_compiling():`"
+REORDERABLE = frozenset({"reorderable_logging_functions"})
+# Attributes of a tensor or a module that Dynamo reads as constants (a dtype, a flag).
+_CONSTANT_ATTRIBUTES = frozenset({"dtype", "device", "training", "requires_grad", "ndim", "is_cuda"})
+
+
+def reorderable_call(call: cst.Call, ctx, warning: bool) -> bool:
+    """Whether a `print()` / `warnings.warn()` registered in reorderable_logging_functions runs
+    after the graph instead of breaking it: every argument a constant, a string (an f-string,
+    `"...".format(...)`, `"..." % ...`), a tensor or a constant attribute (`x.dtype`,
+    `self.training`). Measured on 2.13: those are reordered; a torch.Size (`print("x:",
+    x.shape)`), a list, a `file=` stream and a warning category (positional or `category=`)
+    are not (GB0296, the break stays)."""
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return False
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if warning and (keyword == "category" or (keyword is None and position >= 1)):
+            return False
+        if not _reorderable_value(arg.value, ctx):
+            return False
+    return True
+
+
+def _reorderable_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.FormattedString)):
+        return True
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None") or is_tensor(ctx.kind(node)):
+            return True
+        origin = ctx.origins.get(node.value)
+        return depth < 3 and origin is not None and origin is not node and _reorderable_value(origin, ctx, depth + 1)
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in _CONSTANT_ATTRIBUTES or is_tensor(ctx.kind(node))
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        return isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        return isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString))
+    return False
 
 
 class PrintCall(Rule):
@@ -21,10 +59,14 @@ class PrintCall(Rule):
     message = "print() inside a compiled region breaks the graph"
     fix = f"{GUARD}, or list print in torch._dynamo.config.reorderable_logging_functions"
     gb = (((2, 0), "GB0059"),)
+    removed_by = REORDERABLE
     rationale = (
         "Dynamo cannot put console output into a graph, so it ends the graph before the call, "
         "runs print eagerly and starts a new graph after it. A debug print in forward() splits "
-        "every step in two."
+        "every step in two. Registered in torch._dynamo.config.reorderable_logging_functions, "
+        "print runs after the graph instead, still once per call, where every argument is a "
+        "constant, a string or a tensor (measured on 2.13; a torch.Size, a list or a `file=` "
+        "stream still breaks, GB0296, and such a call is reported whatever the setting)."
     )
     VALID = [
         Example('''
@@ -55,6 +97,15 @@ import torch
 def fn(x):
     print("x:", x.shape)  # BREAK
     return x + 1
+''', removed_by=()),  # a torch.Size: Dynamo cannot reorder it (GB0296)
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    print(f"step with batch {x.shape[0]}", y.dtype)  # BREAK
+    return y + 1
 '''),
         Example('''
 import torch
@@ -73,8 +124,11 @@ class Block(nn.Module):
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        if ctx.qualname(node.func) in ("builtins.print", "builtins.input"):
-            ctx.report(self, node, f"{ctx.qualname(node.func)[9:]}() inside a compiled region breaks the graph")
+        qualname = ctx.qualname(node.func)
+        if qualname in ("builtins.print", "builtins.input"):
+            reorderable = qualname == "builtins.print" and reorderable_call(node, ctx, warning=False)
+            ctx.report(self, node, f"{qualname[9:]}() inside a compiled region breaks the graph",
+                       removed_by=None if reorderable else frozenset())
 
 
 class DebuggerCall(Rule):
@@ -217,7 +271,15 @@ class WarningsWarn(Rule):
     message = "warnings.warn() inside a compiled region breaks the graph"
     fix = f"{GUARD}, warn once outside the compiled region, or list warnings.warn in torch._dynamo.config.reorderable_logging_functions"
     gb = (((2, 0), "GB0007"),)
-    rationale = "Dynamo skips warnings.warn (it inspects the caller's frame), which ends the graph."
+    removed_by = REORDERABLE
+    rationale = (
+        "Dynamo skips warnings.warn (it inspects the caller's frame), which ends the graph. "
+        "Registered in torch._dynamo.config.reorderable_logging_functions, it runs after the "
+        "graph instead and still warns once per call, where the message is a string (an "
+        "f-string, format or % of constants included; `stacklevel=` too) and no category is "
+        "given (measured on 2.13; with a category, positional or `category=`, the break stays: "
+        "GB0296, and such a call is reported whatever the setting)."
+    )
     VALID = [Example('''
 import warnings
 import torch
@@ -236,11 +298,31 @@ import torch
 def fn(x):
     warnings.warn("deprecated path")  # BREAK
     return x + 1
-''')]
+'''), Example('''
+import warnings
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    warnings.warn(f"input has {x.dim()} dims", stacklevel=2)  # BREAK
+    return y + 1
+'''), Example('''
+import warnings
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    warnings.warn("old argument", FutureWarning)  # BREAK
+    return y + 1
+''', removed_by=())]  # a warning category: Dynamo cannot reorder it (GB0296)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        if ctx.qualname(node.func) in ("warnings.warn", "warnings.warn_explicit"):
-            ctx.report(self, node)
+        qualname = ctx.qualname(node.func)
+        if qualname in ("warnings.warn", "warnings.warn_explicit"):
+            reorderable = qualname == "warnings.warn" and reorderable_call(node, ctx, warning=True)
+            ctx.report(self, node, removed_by=None if reorderable else frozenset())
 
 
 class SkippedCall(Rule):
