@@ -19,11 +19,12 @@ _CONSTANT_ATTRIBUTES = frozenset({"dtype", "device", "training", "requires_grad"
 
 def reorderable_call(call: cst.Call, ctx, warning: bool) -> bool:
     """Whether a `print()` / `warnings.warn()` registered in reorderable_logging_functions runs
-    after the graph instead of breaking it: every argument a constant, a string (an f-string,
-    `"...".format(...)`, `"..." % ...`), a tensor or a constant attribute (`x.dtype`,
-    `self.training`). Measured on 2.13: those are reordered; a torch.Size (`print("x:",
-    x.shape)`), a list, a `file=` stream and a warning category (positional or `category=`)
-    are not (GB0296, the break stays)."""
+    after the graph, with the same output, instead of breaking it: every argument a constant, a
+    string (an f-string of Python values, `"...".format(...)`, `"..." % ...`) or a constant
+    attribute (`x.dtype`, `self.training`). Measured on 2.13: those are reordered; a torch.Size
+    (`print("x:", x.shape)`), a list, a `file=` stream and a warning category (positional or
+    `category=`) are not (GB0296, the break stays). A tensor is reordered too, but printed after
+    the graph: a later in-place update shows in it (docs/fix.md), so tcl does not count it."""
     for position, arg in enumerate(call.args):
         if arg.star:
             return False
@@ -36,15 +37,18 @@ def reorderable_call(call: cst.Call, ctx, warning: bool) -> bool:
 
 
 def _reorderable_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.FormattedString)):
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
         return True
+    if isinstance(node, cst.FormattedString):
+        return not any(isinstance(part, cst.FormattedStringExpression) and is_tensor(ctx.kind(part.expression))
+                       for part in node.parts)
     if isinstance(node, cst.Name):
-        if node.value in ("True", "False", "None") or is_tensor(ctx.kind(node)):
+        if node.value in ("True", "False", "None"):
             return True
         origin = ctx.origins.get(node.value)
         return depth < 3 and origin is not None and origin is not node and _reorderable_value(origin, ctx, depth + 1)
     if isinstance(node, cst.Attribute):
-        return node.attr.value in _CONSTANT_ATTRIBUTES or is_tensor(ctx.kind(node))
+        return node.attr.value in _CONSTANT_ATTRIBUTES
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
         return isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
@@ -65,8 +69,9 @@ class PrintCall(Rule):
         "runs print eagerly and starts a new graph after it. A debug print in forward() splits "
         "every step in two. Registered in torch._dynamo.config.reorderable_logging_functions, "
         "print runs after the graph instead, still once per call, where every argument is a "
-        "constant, a string or a tensor (measured on 2.13; a torch.Size, a list or a `file=` "
-        "stream still breaks, GB0296, and such a call is reported whatever the setting)."
+        "constant or a string (measured on 2.13; a torch.Size, a list or a `file=` stream still "
+        "breaks, GB0296; a tensor is printed after the graph, with any later in-place update: "
+        "such calls are reported whatever the setting)."
     )
     VALID = [
         Example('''
@@ -120,7 +125,7 @@ class Block(nn.Module):
         y = self.fc(x)
         print(y)  # BREAK
         return y.relu()
-''', entry="Block"),
+''', entry="Block", removed_by=()),  # a tensor: deferred, it would show later in-place updates
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
