@@ -10,7 +10,9 @@ break and match eager). `reorderable_logging_functions` is a set, not a switch: 
 `warnings.warn()` registered there runs after the graph instead of breaking it, when every argument
 is a constant, a string (formatted or not) or a tensor (measured on 2.13: a message, an f-string of
 sizes, `stacklevel=2` and a tensor are reordered and still printed or warned once per call; a
-warning category, a torch.Size or a list is not: the break stays, as GB0296). tcl counts it as on
+warning category, a torch.Size or a list is not: the break stays, as GB0296). A deferred tensor
+shows later in-place updates, so the rules count only constants and strings
+(tcl/rules/side_effects.py `reorderable_call`). tcl counts it as on
 when the file registers both (`tcl fix` inserts `...reorderable_logging_functions.update({print,
 warnings.warn})`). A fourth switch decides a class of recompiles: `allow_unspec_int_on_nn_module`
 traces int attributes of nn.Modules as symbolic ints, so a counter a forward updates on every call
