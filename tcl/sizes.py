@@ -17,12 +17,11 @@ evidence in the source:
 * it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
   one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);
   a name that says it is a width (`channels`, `head_dim`, `num_classes`) makes it fixed;
-* the last dim (`t.shape[-1]`, `t.size(-1)`) is fixed *by convention* (`Size.by_convention`):
-  it holds the features a Linear, a LayerNorm or an embedding acts on, or the channels of a
-  channels-last image, which the weights fix. A name says otherwise and wins: a size named as
-  a length (`T = x.shape[-1]`), or the last dim of a tensor named as a sequence (`wav`,
-  `input_ids`, `attention_mask`: time or tokens come last there), is not fixed;
-* any other dim is *unknown* (`None`), which TCL505 and TCL506 report (not *fixed*).
+  any other dim is *unknown* (`None`), which TCL505 and TCL506 report (not *fixed*). The last
+  dim is not taken for a width by position: it holds the features in Linear/LayerNorm code but
+  the time or a spatial size in conv, audio and spectral code (session 34 measured it: five
+  false findings gone on the samples read while developing, one true one lost on the held-back
+  sample and none gone there, so it was reverted).
 
 Names are evidence of the author's intent, not proof; each finding says which evidence it used.
 """
@@ -76,8 +75,6 @@ class Size:
 
     varies: bool | None
     why: str
-    # fixed only by the last-dim convention: a name that says it is a length overrules it
-    by_convention: bool = False
 
 
 def _words(name: str) -> list[str]:
@@ -365,27 +362,7 @@ def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
                 return found
     if dim == 0:
         return Size(True, f"dim 0 of {source_text(tensor)} (the batch)")
-    if dim == -1 and not _sequence_tensor(tensor):
-        return Size(False, f"dim -1 of {source_text(tensor)}", by_convention=True)
     return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")
-
-
-# Words of a tensor's name that say its last dim is time or tokens, not features.
-_SEQUENCE_TENSOR_WORDS = frozenset({
-    "wav", "wavs", "audio", "waveform", "waveforms", "signal", "signals", "ids", "tokens", "mask",
-    "masks", "seq", "sequence", "sequences", "samples", "frames", "spec", "spectrogram", "stft",
-    "mel", "mels", "time", "labels",
-})
-
-
-def _sequence_tensor(tensor: cst.BaseExpression) -> bool:
-    """`wav`, `input_ids`, `attention_mask`, `self.audio`: a name that says the last dim is a
-    length (samples, tokens, frames)."""
-    while isinstance(tensor, cst.Call) and isinstance(tensor.func, cst.Attribute) \
-            and tensor.func.attr.value in _VIEW_METHODS:
-        tensor = tensor.func.value
-    name = tensor.value if isinstance(tensor, cst.Name) else tensor.attr.value if isinstance(tensor, cst.Attribute) else ""
-    return any(w in _SEQUENCE_TENSOR_WORDS for w in _words(name))
 
 
 _CONTAINER_ANNOTATIONS = frozenset({
@@ -586,12 +563,11 @@ def _named_size(name: str, ctx, depth: int) -> Size | None:
     size = size_of(origin, ctx, depth + 1)
     if size is None:
         return None
-    if size.varies is None or size.by_convention:
+    if size.varies is None:
         by_name = varies_by_name(name)
         if by_name is not None:
             return Size(by_name, f"{name} = {size.why}, named as a {'length' if by_name else 'width'}")
-    return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why,
-                by_convention=size.by_convention)
+    return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why)
 
 
 def unpacked_shape_origins(elements: list[cst.BaseExpression], value: cst.BaseExpression, ctx) -> dict:

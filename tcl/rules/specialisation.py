@@ -252,11 +252,9 @@ class SizeSpecialisedByPython(Rule):
         "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
         "name or a helper's parameter bound to one, and their integer arithmetic, int(), "
         "math.ceil/floor and min/max (tcl/sizes.py). Not reported: sizes of parameters and "
-        "buffers (`self.weight.shape[0]`) or of tensors built from constants, sizes the "
+        "buffers (`self.weight.shape[0]`) or of tensors built from constants, and sizes the "
         "code names as widths (`channels`, `head_dim`, `num_classes`), which do not change "
-        "between calls, and the last dim (`t.shape[-1]`, `t.size(-1)`), which holds the features "
-        "by convention, unless a name says it is a length (`T = x.shape[-1]`, the last dim of "
-        "`wav` or `input_ids`); len() of a list or tuple of tensors is TCL504's. Measured on torch "
+        "between calls; len() of a list or tuple of tensors is TCL504's. Measured on torch "
         "2.13, four shapes (2, 4) ... (2, 32) or (4, 3) ... (10, 3): the frame compiles on "
         "every call (4 compilations) for each use below, also when the size reaches a helper "
         "as an argument; 2 (the automatic-dynamic recompile) for arithmetic, views, "
@@ -354,15 +352,7 @@ def fn(x):
         print(i)  # noqa: TCL101
         x = x + 1
     return x
-''', calls=SHAPES), Example('''
-import torch
-from torch import nn
-
-class Outcomes(nn.Module):
-    def forward(self, Y):
-        # the last dim holds the outcomes (features), which the model fixes: only the batch varies
-        return torch.stack([Y[..., i] * (i + 1) for i in range(Y.size(-1))], dim=-1)
-''', entry="Outcomes", calls="[(torch.randn(n, 3),) for n in (2, 3, 5, 7)]")]
+''', calls=SHAPES)]
     INVALID = [
         Example('''
 import torch
@@ -377,7 +367,7 @@ import torch
 
 @torch.compile
 def fn(x):
-    T = x.shape[-1]  # named as a length: time comes last here, not features
+    T = x.shape[-1]  # named as a length
     return torch.stack([x[:, t] * t for t in range(T)], -1)  # BREAK
 ''', calls=SHAPES),
         Example('''
