@@ -36,6 +36,12 @@ def reorderable_call(call: cst.Call, ctx, warning: bool) -> bool:
     return True
 
 
+def _str_of_python_value(node: cst.BaseExpression, ctx) -> bool:
+    """`str(n)` of a value that is not tensor data: a str Dynamo folds to a constant."""
+    return isinstance(node, cst.Call) and ctx.qualname(node.func) == "builtins.str" and len(node.args) == 1 \
+        and not is_tensor(ctx.kind(node.args[0].value))
+
+
 def _reorderable_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
         return True
@@ -51,6 +57,10 @@ def _reorderable_value(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
         return node.attr.value in _CONSTANT_ATTRIBUTES
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
         return isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        # `"input has " + str(x.dim()) + " dims"`: strings joined, each a constant or a str() of one
+        return depth < 8 and all(_reorderable_value(side, ctx, depth + 1) or _str_of_python_value(side, ctx)
+                                 for side in (node.left, node.right))
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
         return isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString))
     return False
@@ -311,6 +321,15 @@ import torch
 def fn(x):
     y = x * 2
     warnings.warn(f"input has {x.dim()} dims", stacklevel=2)  # BREAK
+    return y + 1
+'''), Example('''
+import warnings
+import torch
+
+@torch.compile
+def fn(x):
+    y = x * 2
+    warnings.warn("input has " + str(x.dim()) + " dims")  # BREAK
     return y + 1
 '''), Example('''
 import warnings
