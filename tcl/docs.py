@@ -48,10 +48,14 @@ def settings_text(rule) -> str:
     """What the Dynamo settings a program turns on do to the rule (tcl/dynamo_settings.py)."""
     text = ""
     if rule.removed_by:
-        from .dynamo_settings import statement
+        from .dynamo_settings import IGNORED_LOGGING, statement
 
-        text += ("; not reported where the program runs " + " or ".join(
-            f"`{statement(s)}`" for s in sorted(rule.removed_by))
+        ignored = [s for s in sorted(rule.removed_by) if s.startswith(IGNORED_LOGGING + ":")]
+        ways = [f"`{statement(s)}`" for s in sorted(rule.removed_by) if s not in ignored]
+        if ignored:
+            ways.append(f"`torch._dynamo.config.{IGNORED_LOGGING}.add(...)` with the logging function "
+                        "the finding calls (`logging.Logger.debug`, `logging.info`, ...)")
+        text += ("; not reported where the program runs " + " or ".join(ways)
             + {"recompile": " (measured: the compilations of its examples stop growing with the calls then;"
                             " examples the setting does not reach are still reported)",
                "crash": " (measured: its examples run then)"}.get(

@@ -14,7 +14,13 @@ warning category, a torch.Size or a list is not: the break stays, as GB0296). A 
 shows later in-place updates, so the rules count only constants and strings
 (tcl/rules/side_effects.py `reorderable_call`). tcl counts it as on
 when the file registers both (`tcl fix` inserts `...reorderable_logging_functions.update({print,
-warnings.warn})`). A fourth switch decides a class of recompiles: `allow_unspec_int_on_nn_module`
+warnings.warn})`). `ignore_logger_methods` (an alias of `ignore_logging_functions` on 2.13) is a
+set too: a Logger method (`logging.Logger.warning`, also transformers' `warning_once`) or a
+module-level `logging.info` listed there is a no-op under compile, as the guard fix makes it, and
+breaks nothing (measured on 2.13: a `logger.warning`, `logger.info`, `warning_once` and
+`logging.warning` each 2 breaks over two calls -> 0; eager runs still log). tcl reads it per
+function (`ignore_logger_methods:logging.Logger.warning`), since a method not listed still
+breaks. A fourth switch decides a class of recompiles: `allow_unspec_int_on_nn_module`
 traces int attributes of nn.Modules as symbolic ints, so a counter a forward updates on every call
 (TCL501) no longer recompiles each call (measured on 2.13: `self.step += 1` 6 calls -> 2
 compiles, `if self.calls % 4 == 0` -> 3, one per outcome; an int in a module-level dict is not
@@ -45,6 +51,8 @@ KNOWN = {
     "reorderable_logging_functions": "print() and warnings.warn() run after the graph instead of breaking it, "
                                      "where their arguments are constants, strings or tensors (the output is "
                                      "printed or warned after the graph's computation, once per call)",
+    "ignore_logger_methods": "the logging calls listed there are skipped under compile (no-ops, as the guard "
+                             "fix makes them) instead of breaking the graph; eager runs still log",
     "allow_unspec_int_on_nn_module": "int attributes of nn.Modules are traced as symbolic ints, not "
                                      "specialised: a counter updated on every call stops recompiling "
                                      "each call",
@@ -53,6 +61,17 @@ KNOWN = {
 # 2.13: `.item()` and `nonzero` trace; a Python branch on the captured value raises a UserError).
 FULLGRAPH_SETTINGS = frozenset({"capture_scalar_outputs", "capture_dynamic_output_shape_ops"})
 REORDERABLE = "reorderable_logging_functions"
+IGNORED_LOGGING = "ignore_logger_methods"
+IGNORED_LOGGING_NAMES = (IGNORED_LOGGING, "ignore_logging_functions")  # 2.13 aliases one to the other
+# What `[tool.tcl] dynamo-config = ["ignore_logger_methods"]` stands for: every Logger method and
+# module-level logging function a rule reports (tcl.names.LOG_METHODS).
+_LOGGER_METHODS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal",
+                   "warning_once", "info_once")
+
+
+def ignored_logging(target: str) -> str:
+    """The setting that makes `target` (`logging.Logger.warning`, `logging.info`) a no-op."""
+    return f"{IGNORED_LOGGING}:{target}"
 # What tcl registers there, as `tcl fix` writes it and as the file must name it to count.
 REORDERED_FUNCTIONS = ("print", "warnings.warn")
 CONFIG_MODULE = "torch._dynamo.config"
@@ -62,7 +81,8 @@ FACT_KEY = "dynamo_settings"
 def settings_in_file(index) -> frozenset[str]:
     """The known settings `index`'s file sets to True (cached on the index)."""
     source = index.source or ""
-    if "capture_" not in source and "allow_" not in source and "reorderable_" not in source:  # most set nothing
+    if "capture_" not in source and "allow_" not in source and "reorderable_" not in source \
+            and "ignore_logg" not in source:  # cheap: most files set nothing
         return frozenset()
     found = index.file_fact(FACT_KEY, settings_in_tree)
     return found or frozenset()
@@ -81,7 +101,8 @@ def settings_in_tree(tree: ast.AST) -> frozenset[str]:
     found = set()
     reordered: set[str] = set()
     for node in ast.walk(tree):
-        reordered.update(_registered_for_reordering(node, aliases))
+        reordered.update(_added_to(node, aliases, (REORDERABLE,)))
+        found.update(ignored_logging(name) for name in _added_to(node, aliases, IGNORED_LOGGING_NAMES))
         if not isinstance(node, ast.Assign) or not (isinstance(node.value, ast.Constant) and node.value.value is True):
             continue
         for target in node.targets:
@@ -93,18 +114,18 @@ def settings_in_tree(tree: ast.AST) -> frozenset[str]:
     return frozenset(found)
 
 
-def _registered_for_reordering(node: ast.AST, aliases: dict[str, str]) -> set[str]:
-    """The functions `node` adds to reorderable_logging_functions: `.add(f)`, `.update({f, g})`,
-    `|= {f}` or `= {f, g}` on it (dotted names, `print` for the builtin)."""
+def _added_to(node: ast.AST, aliases: dict[str, str], settings: tuple[str, ...]) -> set[str]:
+    """The functions `node` adds to one of the set-valued `settings`: `.add(f)`, `.update({f,
+    g})`, `|= {f}` or `= {f, g}` on it (dotted names, `print` for the builtin)."""
+    targets = {f"{CONFIG_MODULE}.{setting}" for setting in settings}
     values: list[ast.AST] = []
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("add", "update") \
-            and _dotted(node.func.value, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}":
+            and _dotted(node.func.value, aliases) in targets:
         values = list(node.args)
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr) \
-            and _dotted(node.target, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}":
+            and _dotted(node.target, aliases) in targets:
         values = [node.value]
-    elif isinstance(node, ast.Assign) and any(_dotted(t, aliases) == f"{CONFIG_MODULE}.{REORDERABLE}"
-                                              for t in node.targets):
+    elif isinstance(node, ast.Assign) and any(_dotted(t, aliases) in targets for t in node.targets):
         values = [node.value]
     names: set[str] = set()
     for value in values:
@@ -129,6 +150,11 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def statement(setting: str) -> str:
     """The line `tcl fix` inserts."""
+    if setting.startswith(IGNORED_LOGGING + ":"):  # one target, or several joined by commas
+        targets = setting.partition(":")[2].split(",")
+        if len(targets) == 1:
+            return f"torch._dynamo.config.{IGNORED_LOGGING}.add({targets[0]})"
+        return f"torch._dynamo.config.{IGNORED_LOGGING}.update({{{', '.join(targets)}}})"
     if setting == REORDERABLE:
         return f"torch._dynamo.config.{REORDERABLE}.update({{{', '.join(REORDERED_FUNCTIONS)}}})"
     return f"torch._dynamo.config.{setting} = True"
@@ -136,6 +162,8 @@ def statement(setting: str) -> str:
 
 def statement_imports(setting: str) -> tuple[str, ...]:
     """Modules besides torch that the inserted line names."""
+    if setting.startswith(IGNORED_LOGGING + ":"):
+        return ("logging",)
     return ("warnings",) if setting == REORDERABLE else ()
 
 
@@ -143,7 +171,16 @@ def config_values(settings) -> dict:
     """`settings` as `torch._dynamo.config.patch(**...)` takes them (run time only)."""
     values: dict = {}
     for setting in settings:
-        if setting == REORDERABLE:
+        if setting.startswith(IGNORED_LOGGING + ":"):
+            import logging
+
+            for name in setting.partition(":")[2].split(","):
+                target = logging
+                for part in name.split(".")[1:]:  # `logging.Logger.warning`
+                    target = getattr(target, part, None)
+                if target is not None:
+                    values.setdefault(IGNORED_LOGGING, set()).add(target)
+        elif setting == REORDERABLE:
             import warnings
 
             values[setting] = {print, warnings.warn}
@@ -156,6 +193,13 @@ def check_names(names, where: str) -> list[str]:
     """`names` validated; a ValueError names `where` and the known settings."""
     out = []
     for name in names:
+        if name == IGNORED_LOGGING:  # every logging call a rule reports
+            out.extend(ignored_logging(f"logging.Logger.{m}") for m in _LOGGER_METHODS)
+            out.extend(ignored_logging(f"logging.{m}") for m in _LOGGER_METHODS if not m.endswith("_once"))
+            continue
+        if name.startswith(IGNORED_LOGGING + ":"):
+            out.append(name)
+            continue
         if name not in KNOWN:
             raise ValueError(f"{where}: unknown Dynamo setting {name!r} (known: {', '.join(sorted(KNOWN))})")
         out.append(name)

@@ -6,7 +6,8 @@ compile call and the code around the call that reaches it. So such findings carr
 on the user's side instead: a Dynamo setting that keeps this kind of operation in the graph
 (only where the setting exists for that break: `capture_scalar_outputs` for scalar reads,
 `capture_dynamic_output_shape_ops` for data-dependent shapes, `reorderable_logging_functions`
-for print and warnings.warn (where Dynamo can reorder the call), `allow_rnn` for RNN modules, `allow_unspec_int_on_nn_module` for a module's int counter
+for print and warnings.warn (where Dynamo can reorder the call), `ignore_logger_methods` for logging
+calls, `allow_rnn` for RNN modules, `allow_unspec_int_on_nn_module` for a module's int counter
 that recompiles every call), then the two ways around any break — keep the call
 out of the graph with `torch.compiler.disable`, or compile a smaller region — and the
 package's version, to check a newer release.
@@ -23,6 +24,9 @@ SETTINGS = {
                "(nonzero / masked_select shapes stay in the graph)"),
     "TCL101": ("register it before compiling: torch._dynamo.config.reorderable_logging_functions.update({print, "
                "warnings.warn}) (print then runs after the graph, once per call)"),
+    "TCL104": ("list the logger method in torch._dynamo.config.ignore_logger_methods before compiling "
+               "(`torch._dynamo.config.ignore_logger_methods.add(logging.Logger.warning)`: the call is then "
+               "skipped under compile, eager runs still log)"),
     "TCL105": ("register it before compiling: torch._dynamo.config.reorderable_logging_functions.update({print, "
                "warnings.warn}) (the warning is then issued after the graph, once per call)"),
     "TCL408": "set torch._dynamo.config.allow_rnn = True before compiling (Dynamo then traces nn.RNN/LSTM/GRU)",

@@ -291,6 +291,56 @@ def test_a_library_warning_gets_registered_for_reordering_at_the_compile_call(tm
     assert not errors and [(f.code, f.line) for f in findings] == [("TCL105", 8)]
 
 
+LOGGING_LIBRARY = """
+    import logging
+    import torch.nn as nn
+
+    logger = logging.getLogger(__name__)
+
+    class Noisy(nn.Module):
+        def forward(self, x):
+            logger.warning("Noisy is slow")
+            logger.info("called")
+            return x * 2
+"""
+
+
+def test_a_library_logging_call_gets_its_logger_method_ignored_at_the_compile_call(tmp_path, site_packages, capsys):
+    write(site_packages, "loglib/__init__.py", LOGGING_LIBRARY)
+    user = write(tmp_path / "proj", "run.py", """
+        import torch
+        import loglib
+
+        compiled = torch.compile(loglib.Noisy())
+    """)
+    findings, errors = check([user])
+    assert not errors and [f.code for f in findings] == ["TCL104", "TCL104"]
+    assert all("ignore_logger_methods" in f.fix for f in findings)
+    main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--unsafe-fixes"])
+    capsys.readouterr()
+    assert user.read_text() == textwrap.dedent("""
+        import torch
+        import loglib
+        import logging
+
+        torch._dynamo.config.ignore_logger_methods.update({logging.Logger.info, logging.Logger.warning})
+        compiled = torch.compile(loglib.Noisy())
+    """)
+    assert check([user]) == ([], [])
+
+
+def test_only_the_listed_logging_functions_count_as_ignored():
+    from tcl.dynamo_settings import check_names, settings_in_tree
+    import ast
+
+    assert settings_in_tree(ast.parse(textwrap.dedent("""
+        import logging, torch
+        torch._dynamo.config.ignore_logging_functions.update({logging.Logger.debug, logging.info})
+    """))) == {"ignore_logger_methods:logging.Logger.debug", "ignore_logger_methods:logging.info"}
+    expanded = check_names(["ignore_logger_methods"], "--dynamo-config")  # every logging call a rule reports
+    assert "ignore_logger_methods:logging.Logger.warning_once" in expanded and "ignore_logger_methods:logging.info" in expanded
+
+
 torch = pytest.importorskip("torch")
 
 

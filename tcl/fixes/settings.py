@@ -43,7 +43,8 @@ def settings_for_breaks(gb_ids, version) -> dict[str, list[str]]:
         settings = set(hinted.get(gb_id, ()))
         for rule in BY_CODE.values():
             if gb_id in rule.gb_ids():
-                settings |= rule.removed_by
+                # which logging function broke is not in the id: a finding names it instead
+                settings |= {s for s in rule.removed_by if not s.startswith(dynamo_settings.IGNORED_LOGGING + ":")}
         for setting in sorted(settings & set(dynamo_settings.KNOWN)):
             found.setdefault(setting, []).append(gb_id)
     return found
@@ -79,11 +80,16 @@ def _setting_fix(setting: str, statement, module, code: str, line: int, col: int
     # A def keeps its blank lines above it (PEP 8); a plain statement follows the setting.
     after = statement if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else \
         statement.with_changes(leading_lines=())
-    title = f"register print and warnings.warn in torch._dynamo.config.{setting} before compiling" \
-        if setting == dynamo_settings.REORDERABLE else f"turn on torch._dynamo.config.{setting} before compiling"
+    name, _, target = setting.partition(":")
+    if target:
+        title = f"list {target.replace(',', ', ')} in torch._dynamo.config.{name} before compiling"
+    elif setting == dynamo_settings.REORDERABLE:
+        title = f"register print and warnings.warn in torch._dynamo.config.{setting} before compiling"
+    else:
+        title = f"turn on torch._dynamo.config.{setting} before compiling"
     return Fix(code, line, col, title, UNSAFE,
                {statement: cst.FlattenSentinel([new_line, after])},
-               note=f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[setting]}. {why}",
+               note=f"UNSAFE: a process-wide Dynamo setting: {dynamo_settings.KNOWN[name]}. {why}",
                needs_torch=True, imports=dynamo_settings.statement_imports(setting))
 
 
@@ -93,6 +99,9 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
     caller decides which)."""
     analysis, module = report.analysis, report.module
     fixes: dict[str, Fix] = {}
+    # The logging functions to list in ignore_logger_methods, per compile statement: one line
+    # for all of them (a line per function would need one fix round each).
+    ignored: dict[int, tuple] = {}
     branching = _functions_branching_on_captured_scalars(analysis)
     for finding, candidate in pairs:
         if not candidate.removed_settings:
@@ -109,6 +118,11 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
         if statement is None:
             continue
         for setting in sorted(candidate.removed_settings):
+            if setting.startswith(dynamo_settings.IGNORED_LOGGING + ":"):
+                _, targets, first = ignored.get(id(statement), (statement, set(), finding))
+                targets.add(setting.partition(":")[2])
+                ignored[id(statement)] = (statement, targets, first)
+                continue
             key = setting  # one line per setting: once it is in the file, it holds for every compile
             if key in fixes:
                 continue
@@ -118,6 +132,12 @@ def settings_fixes(report, pairs, parents) -> list[Fix]:
                 setting, statement, module, finding.code, finding.line, finding.col,
                 f"It removes {what} in {finding.library.split(':')[0]}, code you do not edit"
                 if finding.library else f"It removes {what} at line {finding.line}, which has no rewrite")
+    for statement, targets, finding in ignored.values():
+        setting = f"{dynamo_settings.IGNORED_LOGGING}:{','.join(sorted(targets))}"
+        fixes[setting] = _setting_fix(
+            setting, statement, module, finding.code, finding.line, finding.col,
+            f"It removes the logging breaks in {finding.library.split(':')[0]}, code you do not edit"
+            if finding.library else f"It removes the logging break at line {finding.line}, which has no rewrite")
     return list(fixes.values())
 
 
