@@ -144,7 +144,8 @@ def runtime_settings(breaks: list[dict]) -> dict[str, list[str]]:
     from tcl.fixes.settings import settings_for_breaks
     from tcl.torch_version import installed
 
-    return settings_for_breaks([b.get("gb") for b in breaks], installed() or (2, 13))
+    return settings_for_breaks([b.get("gb") for b in breaks], installed() or (2, 13),
+                               [(b.get("gb"), b.get("path"), b.get("line")) for b in breaks])
 
 
 def main(argv=None) -> int:

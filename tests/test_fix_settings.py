@@ -341,6 +341,25 @@ def test_only_the_listed_logging_functions_count_as_ignored():
     assert "ignore_logger_methods:logging.Logger.warning_once" in expanded and "ignore_logger_methods:logging.info" in expanded
 
 
+def test_a_logging_break_seen_at_run_time_names_its_logger_method(tmp_path):
+    from tcl.fixes.settings import settings_for_breaks
+
+    source = write(tmp_path, "lib.py", """
+        import logging
+        logger = logging.getLogger(__name__)
+
+        def f(x):
+            logger.warning_once("slow path")
+            logging.info("called")
+            return x
+    """)
+    sites = [("GB0291", str(source), 6), ("GB4841", str(source), 7), ("GB0124", str(source), 8)]
+    found = settings_for_breaks(["GB0291", "GB4841", "GB0124"], (2, 13), sites)
+    assert found["ignore_logger_methods:logging.Logger.warning_once,logging.info"] == ["GB0291", "GB4841"]
+    # without the lines, the id alone names no logging function: nothing to list
+    assert not any(k.startswith("ignore_logger_methods") for k in settings_for_breaks(["GB0291"], (2, 13)))
+
+
 torch = pytest.importorskip("torch")
 
 

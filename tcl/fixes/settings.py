@@ -30,10 +30,33 @@ from ..module_index import FunctionInfo
 from .base import UNSAFE, Fix
 
 
-def settings_for_breaks(gb_ids, version) -> dict[str, list[str]]:
+def logging_targets(sites) -> set[str]:
+    """The logging functions that broke at `sites` ((gb id, file, line) of observed breaks), as
+    ignore_logger_methods lists them: `logger.warning_once(` -> `logging.Logger.warning_once`,
+    `logging.info(` -> `logging.info`. The GB id alone does not say which function it was."""
+    import linecache
+    import re
+
+    from ..names import LOG_METHODS
+    from ..rules import BY_CODE
+
+    ids = set(BY_CODE["TCL104"].gb_ids())
+    call = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.(" + "|".join(sorted(LOG_METHODS)) + r")\s*\(")
+    targets = set()
+    for gb_id, path, line in sites:
+        if gb_id not in ids or not path or not line:
+            continue
+        for receiver, method in call.findall(linecache.getline(path, line)):
+            targets.add(f"logging.{method}" if receiver == "logging" else f"logging.Logger.{method}")
+    return targets
+
+
+def settings_for_breaks(gb_ids, version, logging_sites=()) -> dict[str, list[str]]:
     """setting -> the GB ids among `gb_ids` it may remove, for the settings tcl can insert and
     read back (dynamo_settings.KNOWN): those the targeted release's graph-break registry names in
-    the id's hints, and those a rule reporting the id is measured to be removed by."""
+    the id's hints, and those a rule reporting the id is measured to be removed by; and the
+    logging functions of `logging_sites` ((gb id, file, line), logging_targets) as one
+    ignore_logger_methods line."""
     from .. import torch_facts
     from ..rules import BY_CODE
 
@@ -47,6 +70,10 @@ def settings_for_breaks(gb_ids, version) -> dict[str, list[str]]:
                 settings |= {s for s in rule.removed_by if not s.startswith(dynamo_settings.IGNORED_LOGGING + ":")}
         for setting in sorted(settings & set(dynamo_settings.KNOWN)):
             found.setdefault(setting, []).append(gb_id)
+    targets = logging_targets(logging_sites)
+    if targets:
+        setting = f"{dynamo_settings.IGNORED_LOGGING}:{','.join(sorted(targets))}"
+        found[setting] = sorted({gb for gb, _, _ in logging_sites if gb in BY_CODE["TCL104"].gb_ids()})
     return found
 
 

@@ -195,7 +195,8 @@ def _verified(session, path: str, text: str, proven, analyzer, options):
     lines = [verdict_line(key, "fixed (proven)") for key in proven.applied_keys]
     observed = None
     if has_examples(text):  # the breaks the examples hit as written may call for a setting
-        observed = settings_for_breaks(session.observed_breaks(path, text), analyzer.version) or None
+        observed = settings_for_breaks(session.observed_breaks(path, text), analyzer.version,
+                                       session.observed_break_sites(path, text)) or None
     options = dict(options, observed=observed)
     candidate = fix_file(text, path, analyzer, unsafe=True, **options)
     unsafe = [key[:3] for key in candidate.applied_keys if key[3] == "unsafe"]

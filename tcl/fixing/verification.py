@@ -197,6 +197,13 @@ class Session:
             return []
         return [gb for row in data["examples"] if not row.get("error") for gb in row.get("breaks", ()) if gb]
 
+    def observed_break_sites(self, path: str, original: str) -> list[tuple]:
+        """(GB id, file, line) of each break the file's examples hit as written."""
+        data = self.baseline(path, original).data
+        if data is None:
+            return []
+        return [tuple(site) for row in data["examples"] if not row.get("error") for site in row.get("break_sites", ())]
+
     def verify(self, path: str, original: str, variant: str) -> Verdict:
         baseline = self.baseline(path, original)
         if baseline.data is None:
@@ -315,6 +322,7 @@ def _run_example(example, torch, probe, unwrap_compiled) -> dict:
             torch._dynamo.reset()
             result = probe(built, args, kwargs, modes=("default",), fresh_target=True)  # it copies
             row["breaks"] = [b.gb for b in result.breaks]
+            row["break_sites"] = [(b.gb, b.path, b.line) for b in result.breaks]
             graphs = _graphs_per_call(_fresh(built), args, kwargs, 6)
             row["recompiles"] = graphs[1]
             row["persistent"] = sum(graphs[2:])
