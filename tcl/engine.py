@@ -659,6 +659,8 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.crossed: dict[int, frozenset] = {}  # parameters every caller fills from across a break
         self.sized: dict[int, dict] = {}  # parameters every caller fills with a size (tcl/sizes.py)
         self.fixed: dict[int, frozenset] = {}  # tensor parameters of sizes every caller's module fixes
+        # parameters no caller says anything of, taken for tensor data from the body's use (tcl/params.py)
+        self.body_typed: dict[int, frozenset] = {}
         self.facts: dict[int, frozenset] = {}  # guard facts every caller agrees on (tcl/guard_facts.py)
         self.constants: dict[int, dict] = {}  # parameters every caller gives one literal (tcl/params.py)
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
@@ -790,6 +792,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             frozenset(self.tuples.get(key, {}).items()),
             frozenset(self.sized.get(key, {}).items()),
             self.fixed.get(key, frozenset()),
+            self.body_typed.get(key, frozenset()),
             self.facts.get(key, frozenset()),
             frozenset((k, type(v), v) for k, v in self.constants.get(key, {}).items()),
         )
@@ -847,6 +850,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             inputs = (dict(self.param_kinds[key]), self.crossed.get(key, frozenset()),
                       dict(self.tuples.get(key) or {}), key in self.entries, key in self.from_callers,
                       dict(self.sized.get(key) or {}), self.fixed.get(key, frozenset()),
+                      self.body_typed.get(key, frozenset()),
                       self.facts.get(key, frozenset()),
                       dict(self.constants.get(key) or {}))
             facts = memo.facts(self.index)
@@ -876,6 +880,7 @@ class FileAnalysis(EntryPoints, CallResolver):
             tuples=None if summary else self.tuples.get(id(function)),
             sized=None if summary else self.sized.get(id(function)),
             fixed=frozenset() if summary else self.fixed.get(id(function), frozenset()),
+            body_typed=frozenset() if summary else self.body_typed.get(id(function), frozenset()),
             facts=None if summary else dict(self.facts.get(id(function), ())),
             constants=constants if summary else self.constants.get(id(function)),
             plans=self.analyzer.plans if hooks is None else {},  # plans embed the hooks
@@ -987,7 +992,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             self.callers[callee_key].add(caller_key)
             callee = self.functions[callee_key]
             all_sites = [site for s in self.sites[callee_key].values() for site in s]
-            kinds = helper_param_kinds(callee, all_sites)
+            filled: set[str] = set()
+            kinds = helper_param_kinds(callee, all_sites, filled)
             crossed = crossed_params(callee, all_sites)
             tuples = tuple_params(callee, all_sites)
             sized = sized_params(callee, all_sites)
@@ -1011,11 +1017,14 @@ class FileAnalysis(EntryPoints, CallResolver):
                             else entry_param_kinds(callee))
                 kinds = {name: kinds.get(name, Kind.UNKNOWN) if kinds.get(name, Kind.UNKNOWN) != Kind.UNKNOWN else kind
                          for name, kind in defaults.items()}
+                filled = set()  # an entry's own defaults read the body already (entry_param_kinds)
+            body_typed = frozenset(filled)
             if (callee_key not in self.results or kinds != self.param_kinds.get(callee_key)
                     or crossed != self.crossed.get(callee_key, frozenset())
                     or tuples != self.tuples.get(callee_key, {})
                     or sized != self.sized.get(callee_key, {})
                     or fixed != self.fixed.get(callee_key, frozenset())
+                    or body_typed != self.body_typed.get(callee_key, frozenset())
                     or facts != self.facts.get(callee_key, frozenset())
                     or constants != self.constants.get(callee_key, {})):
                 self.param_kinds[callee_key] = kinds
@@ -1023,6 +1032,7 @@ class FileAnalysis(EntryPoints, CallResolver):
                 self.tuples[callee_key] = tuples
                 self.sized[callee_key] = sized
                 self.fixed[callee_key] = fixed
+                self.body_typed[callee_key] = body_typed
                 self.facts[callee_key] = facts
                 self.constants[callee_key] = constants
                 changed.append(callee)

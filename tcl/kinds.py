@@ -52,6 +52,9 @@ class KindEvaluator:
         # (dict name, string key) -> kind of what the function stored there so far
         # (`state["exp_avg_sq"] = torch.zeros([])`): the walker keeps it in source order.
         self.keyed: dict[tuple[str, str], Kind] = {}
+        # name -> element kinds of a tuple it holds (a parameter every caller fills with a tuple
+        # display, or a `*args` every caller fills by position): the walker's `tuple_env`.
+        self.tuples: dict[str, tuple[Kind, ...]] = {}
 
     def forget(self) -> None:
         self._memo.clear()
@@ -125,7 +128,34 @@ class KindEvaluator:
             info = next((self.index.classes[b] for b in info.bases if b in self.index.classes), None)
         return Kind.UNKNOWN
 
+    def _tuple_element(self, node: cst.Subscript) -> Kind | None:
+        """`args[0]`, `args[-1]` of a name holding a tuple of known element kinds; `args[i]`
+        when every element is tensor data. None when the name holds no such tuple."""
+        if not (isinstance(node.value, cst.Name) and node.value.value in self.tuples):
+            return None
+        elements = self.tuples[node.value.value]
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return Kind.UNKNOWN  # a slice of a tuple is a tuple
+        index = node.slice[0].slice.value
+        position = None
+        if isinstance(index, cst.Integer):
+            position = int(index.value, 0)
+        elif isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) \
+                and isinstance(index.expression, cst.Integer):
+            position = -int(index.expression.value, 0)
+        if position is not None:
+            return elements[position] if -len(elements) <= position < len(elements) else Kind.UNKNOWN
+        return Kind.TENSOR if elements and all(is_tensor(k) for k in elements) else Kind.UNKNOWN
+
+    def tensor_tuple(self, node: cst.BaseExpression) -> bool:
+        """A name holding a non-empty tuple of tensor data only (`*tensors` filled with tensors)."""
+        elements = self.tuples.get(node.value) if isinstance(node, cst.Name) else None
+        return bool(elements) and all(is_tensor(k) for k in elements)
+
     def _eval_Subscript(self, node: cst.Subscript) -> Kind:
+        element = self._tuple_element(node)
+        if element is not None:
+            return element
         base = self(node.value)
         if base == Kind.BOOL_TENSOR:
             return Kind.BOOL_TENSOR
@@ -236,7 +266,9 @@ class KindEvaluator:
             if qualname in SCALAR_BUILTINS:
                 return Kind.SCALAR if is_tensor(first) or first == Kind.SCALAR else first
             if qualname in TENSOR_PRESERVING_BUILTINS:
-                kinds = [self(arg.value) for arg in node.args if arg.keyword is None]
+                # `sum(xs)` of a tuple of tensors adds tensors
+                kinds = [Kind.TENSOR if self.tensor_tuple(arg.value) else self(arg.value)
+                         for arg in node.args if arg.keyword is None]
                 if any(is_tensor(k) for k in kinds):
                     return Kind.TENSOR
                 return Kind.META if kinds and all(k == Kind.META for k in kinds) else Kind.UNKNOWN

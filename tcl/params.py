@@ -140,6 +140,13 @@ def _assigned_names(body: cst.CSTNode) -> set[str]:
     return names
 
 
+def used_only_as_tensor(function: FunctionInfo) -> set[str]:
+    """tcl/api_entries.py's `torch_only_evidence` (imported here, not at the top: that module
+    builds on this one)."""
+    from .api_entries import torch_only_evidence
+    return torch_only_evidence(function)
+
+
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
     name = param.name.value
     if param.default is not None and constant_kind(param.default) and not (
@@ -161,6 +168,11 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
             return default_kind
         return Kind.UNKNOWN
     return default_kind if annotated is None else Kind.UNKNOWN
+
+
+def positional_params(function: FunctionInfo) -> list[cst.Param]:
+    """The parameters a call site fills by position (`_positional_params`)."""
+    return _positional_params(function)
 
 
 def _positional_params(function: FunctionInfo) -> list[cst.Param]:
@@ -245,8 +257,11 @@ def fixed_params(function: FunctionInfo, sites: list[CallSite]) -> frozenset[str
     return _at_every_site(function, [site.fixed for site in sites])
 
 
-def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[str, Kind]:
-    """Parameters of a helper: what its callers in traced code pass (joined over call sites)."""
+def helper_param_kinds(function: FunctionInfo, sites: list[CallSite], filled: set[str] | None = None) -> dict[str, Kind]:
+    """Parameters of a helper: what its callers in traced code pass (joined over call sites).
+    Where no caller says (an element of a dict, an untyped call's result) and the signature is
+    silent, a parameter the body uses as only a tensor can be used is tensor data; those names
+    are added to `filled`, so a finding can say its evidence is the body, not the callers."""
     params = function.node.params
     positional = _positional_params(function)
     kinds: dict[str, Kind] = {}
@@ -263,8 +278,14 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite]) -> dict[st
             seen = site_kind if seen is None else join(seen, site_kind)
         if seen is None or seen == Kind.UNKNOWN:
             # No evidence from the callers: what the signature promises (annotations are often
-            # wrong in practice, so they only fill gaps).
+            # wrong in practice, so they only fill gaps), then how the body uses it.
             seen = _param_kind(param, default_kind=Kind.UNKNOWN)
+        if seen == Kind.UNKNOWN and name in used_only_as_tensor(function):
+            # `losses = loss_info["losses"]` passed on: the callers do not say, but the helper
+            # calls `torch.mean(losses)` or `losses.masked_fill(...)`, which only a tensor takes.
+            seen = Kind.TENSOR
+            if filled is not None:
+                filled.add(name)
         kinds[name] = seen
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):

@@ -12,7 +12,10 @@ evidence in the source:
   and `abs`;
 * a size of a tensor a module holds (`self.weight`, a name bound to it), of a tensor built
   from constants (`torch.zeros(3, 4)`), or of a helper's parameter every traced caller fills
-  with such a tensor (`ctx.fixed_params`) is *fixed*: it is not reported; `len()` of a shape is
+  with such a tensor (`ctx.fixed_params`) is *fixed*: it is not reported; so is a size of a
+  helper's parameter no caller says anything of, taken for a tensor only from how the helper
+  uses it (tcl/params.py helper_param_kinds: where it comes from is unknown, so whether its
+  sizes follow the inputs is too); `len()` of a shape is
   the rank and `len()` of a Python list or tuple counts its elements: neither is a size;
 * it *varies* when it is dim 0 (the batch: `t.shape[0]`, `t.size(0)`, `len(t)`) or derives from
   one, or when the name the code gives it says it is a length (`seq_len`, `n_frames`, `T`);

@@ -24,7 +24,7 @@ from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted, names_in
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
-from .params import all_params as _all_params, body_evidence, tensor_evidenced_names
+from .params import all_params as _all_params, body_evidence, positional_params, tensor_evidenced_names
 from .sizes import fixed_tensor, size_of, unpacked_shape_origins
 from .known_values import KnownValues
 
@@ -143,6 +143,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
         tuples: dict | None = None,
         sized: dict | None = None,
         fixed: frozenset = frozenset(),
+        body_typed: frozenset = frozenset(),
         tuple_returns=lambda function: None,
         resolve_property=lambda node: None,
         dispatch_targets=lambda call: (),
@@ -220,10 +221,16 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
         # Names holding a tuple whose element kinds are known (a parameter every caller fills
         # with a tuple display).
         self.tuple_env: dict[str, tuple[Kind, ...]] = dict(tuples or {})
+        self.kind.tuples = self.tuple_env  # the same dict: a rebinding drops the name for both
         # Parameters every traced caller fills with a size of its inputs -> whether it varies.
         self.sized: dict[str, bool | None] = dict(sized or {})
         # Tensor parameters every traced caller fills with one whose sizes its module fixes.
-        self.fixed_params: frozenset[str] = frozenset(fixed)
+        # Parameters whose callers say nothing, taken for tensors from how this body uses them.
+        self.body_typed: frozenset[str] = frozenset(body_typed)
+        # ... their sizes are as unknown as where they come from: the recompile rules, which
+        # need a size that changes between calls, do not take them for sizes of the inputs
+        # (peft's `make_kron(w1, w2)` of adapter weights out of a ParameterDict).
+        self.fixed_params: frozenset[str] = frozenset(fixed) | self.body_typed
         self._breaking_call: tuple[cst.Call, bool] | None = None  # and whether every call runs it
         # Every default-mode break that makes Dynamo skip the frame when it runs (_note_skip):
         # (its rule or None, the block within which every later point comes after it -- None:
@@ -415,6 +422,11 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
             if first_call is None and isinstance(current, cst.Call) and dotted(current.func) \
                     and is_tensor(self.kind(current)):
                 first_call = current
+            if isinstance(current, cst.Subscript) and isinstance(current.value, cst.Name) \
+                    and current.value.value in self.tuple_env and is_tensor(self.kind(current)):
+                # `x[0]` of a `*x` (or a tuple parameter) every caller fills with tensors
+                code = " ".join(cst.Module([]).code_for_node(current).split())
+                return code, None, "an element of the tuple its callers pass"
             text = dotted(current) if isinstance(current, (cst.Name, cst.Attribute)) else None
             if isinstance(current, cst.Attribute) and not (text or "").startswith(SELF + "."):
                 text = None  # `loss.item`, `x.shape`: look at the receiver
@@ -444,6 +456,8 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
                 and self._parameter_basis(node.value) == ASSUMED_PARAMETER)
 
     def _parameter_basis(self, name: str) -> str:
+        if self.params_from_callers and name in self.body_typed:
+            return "parameter used as a tensor here, its callers' value unknown"
         if self.params_from_callers:
             return "parameter, tensor data at its call sites"
         param = next((p for p in _all_params(self.function.node.params) if p.name.value == name), None)
@@ -854,6 +868,13 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
             elements = None if arg.star else self._display_kinds(arg.value)
             if elements is not None:
                 tuples[arg.keyword.value if arg.keyword is not None else i] = elements
+        star = callee.node.params.star_arg if callee is not None else None
+        if isinstance(star, cst.Param) and not any(arg.star for arg in args):
+            # `negative_norm_of_sum(h * r, -t, p=2)` into `def negative_norm_of_sum(*x, p=2)`:
+            # `x` is the tuple of the positions past the named ones
+            named = len(positional_params(callee))
+            if len(positional) > named:
+                tuples[star.name.value] = tuple(positional[named:])
         sizes, fixed = {}, set()
         for i, arg in enumerate(args if callee is not None else ()):
             if arg.star:

@@ -838,3 +838,112 @@ def test_a_parenthesised_test_is_reported_from_its_opening_parenthesis():
         assert result.exception is None, result.exception
         lines = {b.line for b in result.breaks}
         assert lines and all(first <= line <= last for line in lines), (entry, lines)
+
+
+# A reducer as pytorch-metric-learning writes one: the losses come out of a dict the caller's
+# caller filled, so no call site says what they are; the helper itself calls torch.mean on them.
+DICT_FED_HELPER = '''
+import torch
+from torch import nn
+
+
+class Reducer(nn.Module):
+    def __init__(self, low=0.0):
+        super().__init__()
+        self.low = low
+
+    def forward(self, loss_dict, embeddings):
+        name = list(loss_dict.keys())[0]
+        info = loss_dict[name]
+        return self.reduce(info["losses"], info["names"], embeddings)
+
+    def reduce(self, losses, names, embeddings):
+        keep = losses > self.low
+        losses = losses[keep]
+        if len(names) > 1:
+            names.append("kept")
+        if len(losses) >= 1:
+            return torch.mean(losses)
+        return torch.sum(embeddings * 0)
+'''
+
+
+def test_a_helper_parameter_no_caller_types_is_tensor_data_by_its_own_use():
+    # `losses` is passed on from a dict element; `torch.mean(losses)` takes only a tensor, so the
+    # mask index is reported and says its evidence is the body. `names`, used only with len()
+    # and .append(), stays unknown: no finding on it.
+    report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(DICT_FED_HELPER), "reducer.py")
+    found = [(f.code, f.line) for f in report.findings]
+    assert found == [("TCL301", 18)], found
+    text = finding_text(report.findings[0])
+    assert "losses: parameter used as a tensor here, its callers' value unknown" in text, text
+
+
+def test_the_dict_fed_helper_breaks_on_the_compiler():
+    torch = __import__("pytest").importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(DICT_FED_HELPER), "reducer.py", "exec"), namespace)
+    reducer = namespace["Reducer"]()
+    loss_dict = {"triplet": {"losses": torch.tensor([0.5, -1.0, 2.0]), "names": ["a"]}}
+    torch._dynamo.reset()
+    counters.clear()
+    torch.compile(reducer, backend="eager")(loss_dict, torch.ones(3))
+    reasons = " ".join(str(k) for k in counters["graph_break"])
+    torch._dynamo.reset()
+    # measured on 2.13: the mask index (a data-dependent output shape) breaks
+    assert "Dynamic shape operator" in reasons or "dynamic shape" in reasons.lower(), reasons
+
+
+STAR_ARGS = '''
+import torch
+from torch import nn
+
+
+def negative_norm_of_sum(*x, p=2):
+    d = sum(x)
+    if d.sum() > 0:
+        return d
+    return -d
+
+
+def first_of(*xs):
+    if xs[0].max() > 1:
+        return xs[0]
+    return xs[-1]
+
+
+def count_of(*names):
+    if names[0] == "a":
+        return 1
+    return len(names)
+
+
+class Score(nn.Module):
+    def forward(self, h, r, t):
+        return negative_norm_of_sum(h * r, -t, p=2) + first_of(h, t) * count_of("a", "b")
+'''
+
+
+def test_star_args_hold_what_every_caller_passes_by_position():
+    # `*x` filled with two tensors at the one call: sum(x) and x[0] are tensor data; `*names`
+    # filled with strings is not.
+    report = Analyzer(Config(torch_version="2.13")).check_source(textwrap.dedent(STAR_ARGS), "score.py")
+    assert [(f.code, f.line) for f in report.findings] == [("TCL201", 8), ("TCL201", 14)]
+    assert "xs[0]: an element of the tuple its callers pass" in finding_text(report.findings[1])
+
+
+def test_the_star_args_branches_break_on_the_compiler():
+    torch = __import__("pytest").importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(STAR_ARGS), "score.py", "exec"), namespace)
+    torch._dynamo.reset()
+    counters.clear()
+    torch.compile(namespace["Score"](), backend="eager")(torch.ones(3), torch.ones(3), torch.ones(3))
+    reasons = [str(k) for k in counters["graph_break"]]
+    torch._dynamo.reset()
+    # measured on 2.13: both data-dependent branches break (count_of's test on a str does not)
+    assert sum(counters["graph_break"].values()) >= 2, reasons
