@@ -810,7 +810,19 @@ class FileAnalysis(EntryPoints, CallResolver):
             # settled for another file's callers would make this file's report depend on
             # which files the process checked before it (-j1 and -j2 disagreed).
             kept = self.analyzer.settled.get(_without_crossings(key))
-        return kept[1] if kept is not None and kept[0] is function.node else None
+        if kept is None or kept[0] is not function.node:
+            return None
+        result = kept[1]
+        if any(c.function is not function for c in result.candidates):
+            # Settled by an earlier check through another FunctionInfo of the same node (an
+            # installed class compiled as an object gets one per check): its candidates must
+            # name this one, which this check's compile anchors and callers know. `tcl fix`
+            # checks a file again after each round with the same analyzer, and found no user
+            # line for the library's findings in the second round (issue 17).
+            result = dataclasses.replace(result, candidates=[
+                c if c.function is function else dataclasses.replace(c, function=function)
+                for c in result.candidates])
+        return result
 
     def _remember_settled(self) -> None:
         settled = self.analyzer.settled

@@ -329,6 +329,73 @@ def test_a_library_logging_call_gets_its_logger_method_ignored_at_the_compile_ca
     assert check([user]) == ([], [])
 
 
+MIXED_LIBRARY = """
+    import logging
+    import warnings
+    import torch.nn as nn
+
+    logger = logging.getLogger(__name__)
+
+    class Mixed(nn.Module):
+        def forward(self, x):
+            print("forward")
+            logger.warning("Mixed is slow")
+            warnings.warn("deprecated")
+            s = x.sum().item()
+            return x * s
+"""
+
+
+def test_every_setting_a_library_needs_lands_in_one_fix_run(tmp_path, site_packages, capsys):
+    # Three settings before one compile call: each round applies one (they touch the same
+    # statement), and the later rounds check the file again with the same analyzer. Those rounds
+    # once lost the user line of the library's findings (a result settled in the first round
+    # named the first round's FunctionInfo of the compiled class), so one run applied only the
+    # first setting and said "0 remaining" with two left.
+    write(site_packages, "mixlib/__init__.py", MIXED_LIBRARY)
+    user = write(tmp_path / "proj", "run.py", """
+        import torch
+        import mixlib
+
+        compiled = torch.compile(mixlib.Mixed())
+    """)
+    findings, errors = check([user])
+    assert not errors and [f.code for f in findings] == ["TCL101", "TCL104", "TCL105", "TCL203"]
+    main(["fix", str(user), "--follow-imports", "--no-config", "--apply", "--unsafe-fixes"])
+    err = capsys.readouterr().err
+    assert user.read_text() == textwrap.dedent("""
+        import torch
+        import mixlib
+        import warnings
+        import logging
+
+        torch._dynamo.config.reorderable_logging_functions.update({print, warnings.warn})
+        torch._dynamo.config.ignore_logger_methods.add(logging.Logger.warning)
+        torch._dynamo.config.capture_scalar_outputs = True
+        compiled = torch.compile(mixlib.Mixed())
+    """)
+    assert "tcl fix: fixed 4 findings in 1 file; 0 remaining" in err  # findings gone, not fixes
+    assert check([user]) == ([], [])
+
+
+def test_two_scripts_compiling_one_installed_class_each_get_its_findings(tmp_path, site_packages):
+    # One process checks both (-j 1): the second reuses what the first settled for the
+    # library's forward, and once found no user line for it, so run2.py had no findings.
+    write(site_packages, "mixlib/__init__.py", MIXED_LIBRARY)
+    script = """
+        import torch
+        import mixlib
+
+        compiled = torch.compile(mixlib.Mixed())
+    """
+    first = write(tmp_path / "proj", "run.py", script)
+    second = write(tmp_path / "proj", "run2.py", script)
+    findings, errors = check([first, second])
+    assert not errors
+    assert [(f.path, f.code) for f in findings if f.code == "TCL203"] == [(str(first), "TCL203"), (str(second), "TCL203")]
+    assert len(findings) == 8
+
+
 def test_only_the_listed_logging_functions_count_as_ignored():
     from tcl.dynamo_settings import check_names, settings_in_tree
     import ast

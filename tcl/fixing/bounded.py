@@ -38,6 +38,7 @@ class FixSummary:
     pending: list[tuple[str, str, str]] = field(default_factory=list)  # (safety label, description, diff)
     errors: list[FileError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    before: int = 0  # the file's findings before any fix
 
     @property
     def changed(self) -> bool:
@@ -50,7 +51,7 @@ def summarize(result) -> FixSummary:
         [fix.describe() for fix in result.applied],
         [(fix.code, fix.line, fix.col, fix.safety.label) for fix in result.applied], list(result.remaining),
         [(fix.safety.label, fix.describe(), diff) for fix, diff in zip(result.pending, result.pending_diffs)],
-        list(result.errors), list(result.warnings),
+        list(result.errors), list(result.warnings), len(result.before),
     )
 
 
