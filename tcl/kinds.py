@@ -19,6 +19,7 @@ from .dataflow import (
 from . import torch_facts
 from .branches import not_tensors_when
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, is_torch_module_base
+from .names import int_literal
 
 TENSOR_ATTRIBUTES_OF_MODULES = ("weight", "bias")
 # torch namespaces whose functions mostly return objects, not tensor data.
@@ -136,13 +137,7 @@ class KindEvaluator:
         elements = self.tuples[node.value.value]
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return Kind.UNKNOWN  # a slice of a tuple is a tuple
-        index = node.slice[0].slice.value
-        position = None
-        if isinstance(index, cst.Integer):
-            position = int(index.value, 0)
-        elif isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus) \
-                and isinstance(index.expression, cst.Integer):
-            position = -int(index.expression.value, 0)
+        position = int_literal(node.slice[0].slice.value)
         if position is not None:
             return elements[position] if -len(elements) <= position < len(elements) else Kind.UNKNOWN
         return Kind.TENSOR if elements and all(is_tensor(k) for k in elements) else Kind.UNKNOWN

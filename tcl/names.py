@@ -25,6 +25,15 @@ def source_text(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def int_literal(node: cst.BaseExpression) -> int | None:
+    """The value of an int literal, `3` or `-1`; None for anything else."""
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value, 0)
+    return None
+
+
 def short_source(node: cst.CSTNode, limit: int = 40) -> str:
     """`source_text` on one line, cut at `limit` characters: a message's first line stays short
     even when the expression spans a dozen lines."""

@@ -171,11 +171,6 @@ def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
 
 
 def positional_params(function: FunctionInfo) -> list[cst.Param]:
-    """The parameters a call site fills by position (`_positional_params`)."""
-    return _positional_params(function)
-
-
-def _positional_params(function: FunctionInfo) -> list[cst.Param]:
     """The parameters call sites fill by position: a method's `self`/`cls` left out, and the
     `ctx` of an autograd.Function's forward/backward (`F.apply(x, k)` fills `x, k`)."""
     params = function.node.params
@@ -196,7 +191,7 @@ def is_autograd_method(function: FunctionInfo) -> bool:
 
 
 def _positional_names(function: FunctionInfo) -> list[str]:
-    return [param.name.value for param in _positional_params(function)]
+    return [param.name.value for param in positional_params(function)]
 
 
 def _named(positional: list[str], key):
@@ -263,8 +258,9 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite], filled: se
     silent, a parameter the body uses as only a tensor can be used is tensor data; those names
     are added to `filled`, so a finding can say its evidence is the body, not the callers."""
     params = function.node.params
-    positional = _positional_params(function)
+    positional = positional_params(function)
     kinds: dict[str, Kind] = {}
+    body_tensors: set[str] | None = None  # read once, when a parameter needs it
     for i, param in enumerate(positional + list(params.kwonly_params)):
         name = param.name.value
         seen: Kind | None = None
@@ -280,12 +276,15 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite], filled: se
             # No evidence from the callers: what the signature promises (annotations are often
             # wrong in practice, so they only fill gaps), then how the body uses it.
             seen = _param_kind(param, default_kind=Kind.UNKNOWN)
-        if seen == Kind.UNKNOWN and name in used_only_as_tensor(function):
-            # `losses = loss_info["losses"]` passed on: the callers do not say, but the helper
-            # calls `torch.mean(losses)` or `losses.masked_fill(...)`, which only a tensor takes.
-            seen = Kind.TENSOR
-            if filled is not None:
-                filled.add(name)
+        if seen == Kind.UNKNOWN:
+            if body_tensors is None:
+                body_tensors = used_only_as_tensor(function)
+            if name in body_tensors:
+                # `losses = loss_info["losses"]` passed on: the callers do not say, but the helper
+                # calls `torch.mean(losses)` or `losses.masked_fill(...)`, which only a tensor takes.
+                seen = Kind.TENSOR
+                if filled is not None:
+                    filled.add(name)
         kinds[name] = seen
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
@@ -325,7 +324,7 @@ def untraced_literals(function: FunctionInfo) -> dict[str, set]:
             for name, call, _ in named_calls(statement):
                 table.setdefault(name, []).append(call)
         index.file_facts["_params.literal_calls"] = table
-    positional = _positional_params(function)
+    positional = positional_params(function)
     names = [p.name.value for p in positional]
     found: dict[str, set] = {}
     for call in table.get(function.name, ()):
@@ -409,7 +408,7 @@ def agreed_literals(function: FunctionInfo, sites: list[tuple]) -> dict:
     keywords passed, position or keyword -> the literal passed there); a passed argument missing
     from the literals is not a literal."""
     params = function.node.params
-    positional = _positional_params(function)
+    positional = positional_params(function)
     found: dict = {}
     star = params.star_kwarg
     if star is not None and sites:

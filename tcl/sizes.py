@@ -38,7 +38,7 @@ import libcst as cst
 
 from .dataflow import Kind, is_tensor
 from .evidence import _children
-from .names import source_text
+from .names import int_literal, source_text
 from .params import all_params
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
@@ -92,14 +92,6 @@ def varies_by_name(name: str) -> bool | None:
         return False
     if any(w in _LENGTH_WORDS for w in words):
         return True
-    return None
-
-
-def _int_value(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.value, 0)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
-        return -int(node.expression.value, 0)
     return None
 
 
@@ -235,10 +227,10 @@ def _reduced_dims(call: cst.Call, ctx, depth: int) -> list[cst.BaseExpression] |
     """`t.sum(0)`, `t.max(0)` (either element of its pair): t's dims without the reduced one."""
     args = [a for a in call.args if not a.star]
     dim = [a.value for a in args if a.keyword is None] + [a.value for a in args if a.keyword and a.keyword.value == "dim"]
-    if len(dim) != 1 or len(args) != 1 or _int_value(dim[0]) is None:
+    if len(dim) != 1 or len(args) != 1 or int_literal(dim[0]) is None:
         return None  # no dim (a full reduction), keepdim, or a dim tcl cannot read
     inner = _factory_dims(call.func.value, ctx, depth + 1)
-    d = _int_value(dim[0])
+    d = int_literal(dim[0])
     if inner is None or not -len(inner) <= d < len(inner):
         return None
     d %= len(inner)
@@ -255,7 +247,7 @@ def _concatenated_dims(call: cst.Call, ctx, depth: int) -> list[cst.BaseExpressi
     keyword = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
     pieces = positional[0] if positional else keyword.get("tensors")
     dim_node = positional[1] if len(positional) > 1 else keyword.get("dim")
-    dim = 0 if dim_node is None else _int_value(dim_node)
+    dim = 0 if dim_node is None else int_literal(dim_node)
     if not isinstance(pieces, (cst.List, cst.Tuple)) or not pieces.elements or dim is None \
             or isinstance(pieces.elements[0], cst.StarredElement):
         return None
@@ -278,7 +270,7 @@ def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.B
         origin = ctx.origins.get(tensor.value)
         return _factory_dims(origin, ctx, depth + 1) if origin is not None else None
     if isinstance(tensor, cst.Subscript) and len(tensor.slice) == 1 and isinstance(tensor.slice[0].slice, cst.Index) \
-            and _int_value(tensor.slice[0].slice.value) in (0, 1):
+            and int_literal(tensor.slice[0].slice.value) in (0, 1):
         pair = tensor.value  # `x.max(0)[0]`
         if isinstance(pair, cst.Call) and isinstance(pair.func, cst.Attribute) and pair.func.attr.value in _PAIR_REDUCTIONS:
             return _reduced_dims(pair, ctx, depth)
@@ -299,7 +291,7 @@ def _factory_dims(tensor: cst.BaseExpression, ctx, depth: int = 0) -> list[cst.B
             sizes = [e.value for e in sizes[0].elements]
         if len(sizes) == 1 and not isinstance(sizes[0], cst.Integer):
             return None  # `x.view(shape)`, `x.view(torch.float16)`: not sizes tcl can read
-        return [_INFERRED if _int_value(size) == -1 else size for size in sizes]
+        return [_INFERRED if int_literal(size) == -1 else size for size in sizes]
     if isinstance(tensor.func, cst.Attribute) and tensor.func.attr.value in _DIM_REDUCTIONS:
         return _reduced_dims(tensor, ctx, depth)
     if ctx.qualname(tensor.func) in _CONCATENATIONS:
@@ -317,7 +309,7 @@ def module_constant(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     one, and their arithmetic or conditional choice (`2 if self.bidirectional else 1`)."""
     if depth > 6:
         return False
-    if _int_value(node) is not None:
+    if int_literal(node) is not None:
         return True
     if isinstance(node, cst.Attribute):
         return isinstance(node.value, cst.Name) and node.value.value == "self" and not is_tensor(ctx.kind(node))
@@ -503,13 +495,13 @@ def size_of(node: cst.BaseExpression, ctx, depth: int = 0, operators=SIZE_OPERAT
         value = node.value
         if (isinstance(value, cst.Attribute) and value.attr.value == "shape" and len(node.slice) == 1
                 and isinstance(node.slice[0].slice, cst.Index)):
-            return _dim_size(value.value, _int_value(node.slice[0].slice.value), ctx)
+            return _dim_size(value.value, int_literal(node.slice[0].slice.value), ctx)
         return None
     if isinstance(node, cst.Call):
         func = node.func
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(node.args) == 1 and positional:
-            return _dim_size(func.value, _int_value(positional[0]), ctx)
+            return _dim_size(func.value, int_literal(positional[0]), ctx)
         qualname = ctx.qualname(func)
         if qualname == "builtins.len" and len(positional) == 1:
             if _shape_value(positional[0], ctx) or python_container(positional[0], ctx):

@@ -21,7 +21,7 @@ from .branches import (
 )
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
-from .names import LOGGER_NAMES, dotted, names_in
+from .names import LOGGER_NAMES, dotted, names_in, short_source
 from .rules.base import DEFAULT_MODE
 from .api_entries import torch_only_evidence
 from .params import all_params as _all_params, body_evidence, positional_params, tensor_evidenced_names
@@ -425,8 +425,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
             if isinstance(current, cst.Subscript) and isinstance(current.value, cst.Name) \
                     and current.value.value in self.tuple_env and is_tensor(self.kind(current)):
                 # `x[0]` of a `*x` (or a tuple parameter) every caller fills with tensors
-                code = " ".join(cst.Module([]).code_for_node(current).split())
-                return code, None, "an element of the tuple its callers pass"
+                return short_source(current), None, "an element of the tuple its callers pass"
             text = dotted(current) if isinstance(current, (cst.Name, cst.Attribute)) else None
             if isinstance(current, cst.Attribute) and not (text or "").startswith(SELF + "."):
                 text = None  # `loss.item`, `x.shape`: look at the receiver
