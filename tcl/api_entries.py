@@ -18,6 +18,11 @@ entry of its own, walked after those (so code they reach keeps what its callers 
   this function is compiled;
 * returns tensor data, as its walk finds (FileAnalysis._computes_tensors): a function that
   writes a file, runs a training loop or filters a dataset is a utility, and its findings go;
+* or, instead of taking and returning tensors, is a method of an nn.Module that writes the
+  module's own tensors in place (`updates_tensor_state`: `self.step += 1` on a buffer,
+  `self.initted.data.copy_(t)`, `self.memory[i] = x`): an EMA's `update()`, a metric's
+  `update(preds, target)`, which a compiled training step calls though they take no tensor or
+  return nothing. Its findings say `public API that updates its module's tensors`;
 * draws nothing: a function that calls, itself or through what it calls, an image, plotting or
   display library (`cv2`, `PIL`, `matplotlib`, ...: `DRAWING_LIBRARIES`) is visualisation
   (`Results.plot`, `plot_images`), which nobody compiles, however many tensors it takes;
@@ -46,6 +51,7 @@ from .params import _param_kind, all_params, body_evidence
 
 API_MARK = " (public API)"
 PUBLIC_API = "public API"  # reached_from of an API entry's own findings (Finding.context)
+PUBLIC_STATE_API = "public API, updating its module"  # the same for a method updating its module's tensors
 # Folders and files whose code is run by developers, not compiled by a library's users.
 NOT_LIBRARY_DIRS = frozenset({
     "tests", "test", "testing", "examples", "example", "scripts", "script", "docs", "doc",
@@ -81,7 +87,7 @@ def draws(function: FunctionInfo) -> bool:
 
 def is_api_reach(name: str) -> bool:
     """Whether a `reached_from` name stands for a public API entry, not a compiled caller."""
-    return name == PUBLIC_API or name.endswith(API_MARK)
+    return name in (PUBLIC_API, PUBLIC_STATE_API) or name.endswith(API_MARK)
 
 
 def applies(index: ModuleIndex, mode: str) -> bool:
@@ -141,12 +147,14 @@ def _is_public(name: str) -> bool:
     return not name.startswith("_")
 
 
-def api_param_kinds(function: FunctionInfo) -> dict[str, Kind] | None:
+def api_param_kinds(function: FunctionInfo, require_tensor: bool = True) -> dict[str, Kind] | None:
     """The parameters of a public function taken as an entry: a tensor where the annotation or
     the body says so, what the signature says otherwise, unknown by default. None when no
     parameter is surely a tensor (the function is not an entry): an annotation, or a use that
     a numpy array, a module or a path would not survive (`torch_only_evidence`). `x.shape`,
-    `x.sum()`, `x.to(...)` and `x @ w` fit those as well: such a parameter stays unknown."""
+    `x.sum()`, `x.to(...)` and `x @ w` fit those as well: such a parameter stays unknown.
+    `require_tensor=False`: the kinds even when no parameter is surely a tensor (a method that
+    updates its module's tensors is an entry without one)."""
     params = function.node.params
     positional = list(params.posonly_params) + list(params.params)
     evidence = body_evidence(function)
@@ -168,7 +176,7 @@ def api_param_kinds(function: FunctionInfo) -> dict[str, Kind] | None:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             kinds[star.name.value] = Kind.UNKNOWN
-    if not any(is_tensor(kinds.get(name, Kind.UNKNOWN)) for name in sure):
+    if require_tensor and not any(is_tensor(kinds.get(name, Kind.UNKNOWN)) for name in sure):
         return None
     return kinds
 
@@ -217,9 +225,11 @@ def _torch_only_evidence(function: FunctionInfo) -> set[str]:
     return found
 
 
-def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionInfo, dict[str, Kind]]]:
-    """(function, parameter kinds) for each public function of `index` that takes tensor data
-    and is not in `reached` (ids of the nodes of the functions the file's own entries walk)."""
+def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionInfo, dict[str, Kind], bool]]:
+    """(function, parameter kinds, whether it updates its module's tensors in place) for each
+    public function of `index` that takes tensor data, or is a method of an nn.Module that
+    updates the module's own tensors in place (`updates_tensor_state`), and is not in `reached`
+    (ids of the nodes of the functions the file's own entries walk)."""
     if not applies(index, mode):
         return []
     out = []
@@ -227,6 +237,60 @@ def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionIn
         if id(function.node) in reached or function.is_property or function.is_disabled:
             continue
         kinds = api_param_kinds(function)
+        updates = updates_tensor_state(function)
+        if kinds is None and updates:
+            kinds = api_param_kinds(function, require_tensor=False)
         if kinds is not None:
-            out.append((function, kinds))
+            out.append((function, kinds, updates))
     return out
+
+
+def tensor_state(cls) -> frozenset[str]:
+    """The attributes of an nn.Module class that hold its own tensors: the names it gives
+    register_buffer / register_parameter, and `self.x = nn.Parameter(...)`."""
+    names = set(cls.buffers)
+    for attr, value in cls.attributes.items():
+        if isinstance(value, cst.Call) and cls.index is not None \
+                and (cls.index.qualify(value.func) or "") in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            names.add(attr)
+    return frozenset(names)
+
+
+def updates_tensor_state(function: FunctionInfo) -> bool:
+    """Whether a method of an nn.Module writes into the module's own tensors in place, in its
+    body: `self.step += 1` or `self.memory[i] = x` on a buffer or parameter, or an in-place
+    tensor method on one (`self.initted.data.copy_(t)`, `self.count.add_(n)`). Such a method
+    (an EMA's `update()`, a metric's `update(preds, target)`, a queue's `enqueue(x)`) is what a
+    compiled training step calls, though it takes no tensor and returns nothing."""
+    owner = function.owner
+    if owner is None or not owner.is_module or function.is_staticmethod or function.name.startswith("__"):
+        return False
+    state = tensor_state(owner)
+    if not state:
+        return False
+    facts = torch_facts.all_releases()
+    methods = facts.tensor_methods if facts is not None else frozenset()
+
+    def on_state(expr) -> bool:  # `self.x`, `self.x[i]`, `self.x.data`, rooted at a tensor of self
+        while isinstance(expr, (cst.Subscript, cst.Attribute)):
+            if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == SELF:
+                return expr.attr.value in state
+            expr = expr.value
+        return False
+
+    stack: list[cst.CSTNode] = [function.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue  # a nested def runs when something calls it
+        if isinstance(node, cst.AugAssign) and on_state(node.target):
+            return True
+        if isinstance(node, cst.Assign) and any(
+                isinstance(t.target, cst.Subscript) and on_state(t.target) for t in node.targets):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value
+            if name.endswith("_") and not name.endswith("__") and name in methods and on_state(node.func.value):
+                return True
+        stack.extend(_children(node))
+    return False

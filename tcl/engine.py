@@ -17,7 +17,7 @@ from .dataflow import Kind, is_tensor, join
 from .findings import ERROR, WARNING, FileError, Finding, Note
 from .files import SourceError, package_of, read_source
 from .call_resolution import CallResolver
-from .api_entries import API_MARK, PUBLIC_API, api_entries, draws, is_api_reach
+from .api_entries import API_MARK, PUBLIC_API, PUBLIC_STATE_API, api_entries, draws, is_api_reach
 from .entry_points import EntryPoints, wrapper_param_kinds
 from .incremental_parse import parse_incrementally
 from .dynamo_settings import FULLGRAPH_SETTINGS, settings_in_file
@@ -651,6 +651,8 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.sites: dict[int, dict[int, list]] = defaultdict(dict)
         self.from_callers: set[int] = set()  # entries whose parameter kinds come from callers
         self.api_entries: set[int] = set()  # public functions taken as entries (tcl/api_entries.py)
+        # those of them that update their module's tensors in place (api_entries.updates_tensor_state)
+        self.state_updaters: set[int] = set()
         # What a helper returns for one call's argument kinds (tcl/summaries.py).
         self.summaries = CallSiteReturns(
             self._return_kind, lambda function: self.param_kinds.get(id(function)),
@@ -716,13 +718,15 @@ class FileAnalysis(EntryPoints, CallResolver):
         # the entries reach keeps what its callers pass.
         walked = {id(self.functions[key].node) for key in self.results}
         queue = []
-        for function, kinds in api_entries(self.index, self.analyzer.config.api_entries, walked):
+        for function, kinds, updates_state in api_entries(self.index, self.analyzer.config.api_entries, walked):
             key = id(function)
             if key in self.entries:
                 continue
             self.functions[key] = function
             self.entries[key] = function.qualname
             self.api_entries.add(key)
+            if updates_state:
+                self.state_updaters.add(key)
             self.param_kinds[key] = kinds
             queue.append(function)
         self._settle(queue, analyses)
@@ -778,10 +782,13 @@ class FileAnalysis(EntryPoints, CallResolver):
 
     def _computes_tensors(self, key: int) -> bool:
         """A public API entry counts when it returns tensor data, alone or in a tuple: takes
-        tensors and gives tensors, as what users compile does."""
+        tensors and gives tensors, as what users compile does; or when it updates its module's
+        tensors in place (an EMA's or a metric's `update`)."""
         result = self.results.get(key)
         if result is None:
             return False
+        if key in self.state_updaters:
+            return True
         return is_tensor(result.returns) or any(is_tensor(k) for k in result.tuple_returns or ())
 
     def _settled_key(self, function: FunctionInfo):
@@ -1083,7 +1090,8 @@ class FileAnalysis(EntryPoints, CallResolver):
             # (`deco.<locals>.wrapper`) says nothing about which forward it wraps.
             own = key in self.entries and self.entries[key] == self.functions[key].qualname
             if own and key in self.api_entries:
-                entries = (PUBLIC_API,)  # its own findings say why it counts as compiled
+                # its own findings say why it counts as compiled
+                entries = (PUBLIC_STATE_API if key in self.state_updaters else PUBLIC_API,)
                 guessed = True
             else:
                 names = reach[key] - {self.functions[key].qualname}

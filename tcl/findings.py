@@ -58,6 +58,8 @@ class Finding:
             return f"in {self.function}{where}" if where else ""
         if self.reached_from == ("public API",):  # tcl/api_entries.py: no compiled caller, its own API
             return f"in {self.function}{where}, public API that takes tensor data (users may compile it)"
+        if self.reached_from == ("public API, updating its module",):  # api_entries.PUBLIC_STATE_API
+            return f"in {self.function}{where}, public API that updates its module's tensors (users may compile it)"
         return f"in {self.function or '?'}{where}, reached from {', '.join(self.reached_from)}"
 
     def to_json(self) -> dict:

@@ -287,3 +287,82 @@ def test_an_int_argument_of_a_guessed_entry_is_a_setting(tmp_path):
     # Model.forward; not power_iteration's TCL502 on niters.
     assert lines(findings) == [("TCL505", 6), ("TCL201", 14), ("TCL502", 21)], lines(findings)
     assert findings[0].reached_from == ("power_iteration (public API)",)
+
+
+UPDATER = """\
+import torch
+from torch import nn
+
+
+class Ema(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.register_buffer("step", torch.tensor(0))
+        self.register_buffer("average", torch.zeros(4))
+
+    def update(self):
+        step = self.step.item()
+        self.step += 1
+        decay = min(0.99, (1 + step) / (10 + step))
+        self.average.lerp_(self.model.weight.detach().sum(0), 1 - decay)
+
+    def describe(self):
+        return self.step.item()
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def touch(self):
+        print(self.calls)
+
+
+class Accuracy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("correct", torch.zeros(()))
+        self.register_buffer("total", torch.zeros(()))
+
+    def update(self, preds, target):
+        if (target < 0).any():
+            raise ValueError("negative class index")
+        self.correct += (preds.argmax(-1) == target).sum()
+        self.total += target.numel()
+
+
+def ema_update(ema):
+    ema.update()
+
+
+def accuracy_update(metric, preds, target):
+    metric.update(preds, target)
+"""
+
+
+def test_a_method_that_updates_its_modules_tensors_is_an_entry(tmp_path):
+    """An EMA's `update()` takes no tensor and returns nothing, yet a compiled training step
+    calls it: it writes the module's buffers in place (`self.step += 1`, `lerp_`). A metric's
+    `update(preds, target)` takes tensors and returns nothing: it counts for the same reason.
+    `describe()` only reads the buffers and `Plain.touch()` has no tensors: neither is an entry."""
+    path = write(tmp_path / "mylib", "ema.py", UPDATER)
+    findings, errors = check([path])
+    assert not errors
+    assert lines(findings) == [("TCL203", 13), ("TCL201", 38)]
+    assert findings[0].context == "in Ema.update, public API that updates its module's tensors (users may compile it)"
+    assert findings[1].context == "in Accuracy.update, public API that updates its module's tensors (users may compile it)"
+
+
+def test_the_compiler_breaks_in_a_state_updater_where_reported():
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    result = probe_source(UPDATER, "ema_update", "(Ema(torch.nn.Linear(4, 4)),)")
+    assert result.exception is None, result.exception
+    assert 13 in {b.line for b in result.breaks}
+    result = probe_source(UPDATER, "accuracy_update",
+                          "(Accuracy(), torch.randn(8, 3), torch.randint(0, 3, (8,)))")
+    assert result.exception is None, result.exception
+    assert 38 in {b.line for b in result.breaks}
