@@ -173,7 +173,7 @@ def functions_named(resolver, index, qualname: str):
 def problems(analyzer, files: list[str]) -> tuple[list, list[str]]:
     """(one-line errors for entries that name nothing, files of the project the entries live in
     that are not among `files`: they are analysed and reported too)."""
-    from .engine import FileAnalysis
+    from .file_analysis import FileAnalysis
     from .findings import FileError
     from .project import module_name_of
 

@@ -11,7 +11,7 @@ does on a parameter every caller fixes (tcl/guard_facts.py constant_truth), so t
 `if repo is not None: return GenerationMixin.generate(self, ..., **kwargs)` is never walked: its
 call neither reaches other code nor widens what `generate` is traced with. A helper's value is
 asked for only when a test reads the name, because it costs a walk of the helper
-(tcl/engine.py `returned_literal`); that walk decides the helper's own tests with the call's
+(tcl/file_analysis.py `returned_literal`); that walk decides the helper's own tests with the call's
 literals, and its literal counts only when every `return` it reaches gives the same literal and
 the end of the body is not reached without one.
 """

@@ -1,6 +1,6 @@
 """Helper summaries per call site: what a helper returns for the argument kinds of *that* call.
 
-The fixpoint in tcl/engine.py walks each traced helper once, with its parameter kinds joined
+The fixpoint in tcl/file_analysis.py walks each traced helper once, with its parameter kinds joined
 over every call site, and that walk's return kind is what every caller sees. For a
 pass-through helper such as `def default(val, d): return val if val is not None else d`, one
 call with a tensor (`default(mask, torch.ones_like(x))`) then makes every other call tensor
