@@ -256,10 +256,16 @@ def tensor_state(cls) -> frozenset[str]:
     return frozenset(names)
 
 
+# In-place tensor methods that set a flag, not the values: `self.weights.requires_grad_(False)`
+# in timm's reset_classifier (model surgery, not a compiled step's update).
+FLAG_METHODS = frozenset({"requires_grad_", "share_memory_"})
+
+
 def updates_tensor_state(function: FunctionInfo) -> bool:
     """Whether a method of an nn.Module writes into the module's own tensors in place, in its
     body: `self.step += 1` or `self.memory[i] = x` on a buffer or parameter, or an in-place
-    tensor method on one (`self.initted.data.copy_(t)`, `self.count.add_(n)`). Such a method
+    tensor method on one (`self.initted.data.copy_(t)`, `self.count.add_(n)`; not one that
+    sets a flag, FLAG_METHODS). Such a method
     (an EMA's `update()`, a metric's `update(preds, target)`, a queue's `enqueue(x)`) is what a
     compiled training step calls, though it takes no tensor and returns nothing."""
     owner = function.owner
@@ -290,7 +296,8 @@ def updates_tensor_state(function: FunctionInfo) -> bool:
             return True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             name = node.func.attr.value
-            if name.endswith("_") and not name.endswith("__") and name in methods and on_state(node.func.value):
+            if name.endswith("_") and not name.endswith("__") and name in methods \
+                    and name not in FLAG_METHODS and on_state(node.func.value):
                 return True
         stack.extend(_children(node))
     return False
