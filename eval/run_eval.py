@@ -226,7 +226,18 @@ def run_tcl(files, assume=None, user_side=None, roots=(), follow_imports=False):
             relative = f.library.rsplit(":", 2)[0]
             root = by_package.get(relative.split("/")[0])
             path = os.path.join(os.path.dirname(root), relative) if root else f.library_path
-            f = dataclasses.replace(f, path=path, line=f.library_line, end_line=f.library_end_line)
+            line, end_line = f.library_line, f.library_end_line
+            if root is None:
+                # The hazard lies in a package that is none of the models' libraries (julius
+                # under demucs): the runtime places the break at the deepest frame inside one of
+                # them, the call on the finding's trail (Finding.trail) nearest the hazard there.
+                for where, _, hop_line, _ in reversed(getattr(f, "trail", ())):
+                    hop_root = by_package.get(where.split("/")[0])
+                    if hop_root is not None:
+                        path = os.path.join(os.path.dirname(hop_root), where.rsplit(":", 2)[0])
+                        line = end_line = hop_line
+                        break
+            f = dataclasses.replace(f, path=path, line=line, end_line=end_line)
         findings[os.path.realpath(f.path)].append(f)
     skipped = {os.path.realpath(r.path) for r in result.reports if r.skipped}
     errors = {os.path.realpath(e.path): e.message for e in result.all_errors}

@@ -341,11 +341,12 @@ class Analyzer:
         applies = bool(candidate.removed_settings) or not candidate.rule.removed_by
         finding = dataclasses.replace(finding, fix=remedy(finding.code, self.installed.version_of(finding.path),
                                                           candidate.rule.category, applies))
-        anchor = analysis.anchor_of(candidate.function)
+        anchor, path = analysis.call_path(candidate.function)
+        trail = self._trail(path, current)
         if anchor is None:  # an installed function named as an entry itself: no user line
             return dataclasses.replace(finding, library=library, library_path=finding.path,
                                        library_line=finding.line, library_end_line=finding.end_line,
-                                       function=finding.function or candidate.function.qualname)
+                                       function=finding.function or candidate.function.qualname, trail=trail)
         index, node, function = anchor
         if isinstance(function, FunctionInfo):
             ranges = (function_ranges(index.module, index.source, [function], index.python_tree)
@@ -365,8 +366,25 @@ class Analyzer:
             finding, path=index.path, line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1, library=library, library_path=finding.path,
             library_line=finding.line, library_end_line=finding.end_line,
-            function=finding.function or candidate.function.qualname,
+            function=finding.function or candidate.function.qualname, trail=trail,
         )
+
+    def _trail(self, path, current: ModuleIndex) -> tuple:
+        """Finding.trail of the calls `FileAnalysis.call_path` found inside installed code."""
+        trail = []
+        for caller, node in path:
+            index = caller.index
+            if index is None:
+                continue
+            ranges = (function_ranges(index.module, index.source, [caller], index.python_tree)
+                      if index is current else self._foreign_ranges(index, [caller]))
+            where = ranges.get(node)
+            if where is None:
+                continue
+            short = self.installed.short(index.path)
+            trail.append((f"{short}:{where.start.line}:{where.start.column + 1}", index.path, where.start.line,
+                          caller.qualname))
+        return tuple(trail)
 
     def _foreign_ranges(self, index: ModuleIndex, functions) -> dict:
         """Positions in another file's helpers: the same few (transformers' loss functions)

@@ -9,7 +9,9 @@ nn.Module — and the entries the
 user declared or recorded for this file (tcl/entries.py). The wrappers that decorators of the
 checked tree put around an entry are traced too. `anchor_of` answers the reverse question for
 --follow-imports: through which call of the checked code traced code first enters the
-installed package that holds a function, so a finding there is reported at the user's line.
+installed package that holds a function, so a finding there is reported at the user's line;
+`call_path` adds the calls inside installed code from there down to the function (a finding's
+`trail`).
 FileAnalysis inherits this class; it provides `index`, `analyzer`, `functions`, `callers`,
 `call_nodes` and `compile_anchors`, and the call resolution of tcl/call_resolution.py.
 """
@@ -49,24 +51,47 @@ class EntryPoints:
     def anchor_of(self, function: FunctionInfo):
         """(function of the checked code, its call node) through which traced code first enters
         the installed package that holds `function`; None when nothing checked calls it."""
+        return self.call_path(function)[0]
+
+    def call_path(self, function: FunctionInfo):
+        """(anchor_of's answer, the calls inside installed code from there down to `function`):
+        each a (caller FunctionInfo, call node), outermost first. Without an anchor (an
+        installed function named as an entry itself) the calls start at that entry. One
+        shortest path, breadth first, callers in a fixed order."""
+        parent: dict[int, int] = {}  # caller -> the callee it was reached from, toward `function`
         seen, queue = {id(function)}, [id(function)]
+        top = id(function)
+
+        def hops(key: int) -> list:
+            out = []
+            while key != id(function):
+                callee = parent[key]
+                node = self.call_nodes.get((callee, key))
+                if node is not None:
+                    out.append((self.functions[key], node))
+                key = callee
+            return out
+
         while queue:
             key = queue.pop(0)
             if key in self.compile_anchors:  # `torch.compile(lib_obj.method)` in the checked code
-                return self.compile_anchors[key]
+                return self.compile_anchors[key], hops(key)
             callers = self.callers.get(key, ())
+            if not callers and top == id(function):
+                top = key  # the first entry met, where the path starts when no checked code calls in
             for caller in sorted(callers, key=lambda c: (self.functions[c].index.path if self.functions[c].index else "",
                                                          self.functions[c].qualname)):
                 if caller in seen:
                     continue
                 seen.add(caller)
+                parent[caller] = key
                 caller_info = self.functions[caller]
                 if caller_info.index is not None and not caller_info.index.installed:
                     node = self.call_nodes.get((key, caller))
                     if node is not None:
-                        return caller_info.index, node, caller_info
+                        return (caller_info.index, node, caller_info), hops(key)
                 queue.append(caller)
-        return None
+        return None, hops(top)
 
     # -- what torch.compile traces ---------------------------------------------------------
     def entry_points(self) -> list[FunctionInfo]:

@@ -37,6 +37,10 @@ class Finding:
     library_path: str = ""
     library_line: int = 0  # the hazard's first and last line there
     library_end_line: int = 0
+    # The calls inside installed code from the user's line down to the function that holds the
+    # hazard, outermost first: (`pkg/mod.py:LINE:COL`, the file's full path, LINE, the calling
+    # function). Empty when the user's line calls that function directly.
+    trail: tuple[tuple[str, str, int, str], ...] = ()
 
     @property
     def full_message(self) -> str:
@@ -62,9 +66,16 @@ class Finding:
             return f"in {self.function}{where}, public API that updates its module's tensors (users may compile it)"
         return f"in {self.function or '?'}{where}, reached from {', '.join(self.reached_from)}"
 
+    @property
+    def trail_text(self) -> str:
+        """`demucs/demucs.py:416:13 (Demucs.forward) -> julius/resample.py:220:12 (resample_frac)`."""
+        return " -> ".join(f"{where} ({function})" for where, _, _, function in self.trail)
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["reached_from"] = list(self.reached_from)
+        data["trail"] = [{"at": where, "path": path, "line": line, "function": function}
+                         for where, path, line, function in self.trail]
         return data
 
     def sort_key(self):

@@ -16,7 +16,8 @@ def finding_text(finding: Finding) -> str:
 
 
 def _message_text(finding: Finding) -> str:
-    context = f" ({finding.context})" if finding.context else ""
+    through = f", through {finding.trail_text}" if finding.trail else ""
+    context = f" ({finding.context}{through})" if finding.context else ""
     return f"{finding.message}{_evidence(finding)}{finding.note}{context}{_gb(finding)} -> {finding.fix}"
 
 
@@ -52,6 +53,8 @@ def text_block(finding: Finding) -> str:
     lines.append(f"    fix: {finding.fix}")
     if finding.context:
         lines.append(f"    {finding.context}")
+    if finding.trail:
+        lines.append(f"    through {finding.trail_text}")
     return "\n".join(lines)
 
 
@@ -201,6 +204,20 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
                                                "artifactLocation": {"uri": lib_uri, **({"uriBaseId": lib_base} if lib_base else {})},
                                                "region": {"startLine": lib_line,
                                                           "endLine": lib_line + finding.library_end_line - finding.library_line}}}]
+        if finding.trail:
+            # The call path from the user's line through the library to the hazard: SARIF's
+            # code flow, which code-scanning views step through.
+            def step(path: str, line: int, text: str) -> dict:
+                step_uri, step_base = _artifact_uri(path, root)
+                return {"location": {"message": {"text": text}, "physicalLocation": {
+                    "artifactLocation": {"uri": step_uri, **({"uriBaseId": step_base} if step_base else {})},
+                    "region": {"startLine": line}}}}
+
+            steps = [{"location": {"message": {"text": "the call in the checked code"}, "physicalLocation": location}}]
+            steps += [step(path, line, f"the call in {function}") for _, path, line, function in finding.trail]
+            if finding.library_path:
+                steps.append(step(finding.library_path, finding.library_line, f"the hazard, in {finding.function}"))
+            result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
         if properties:
             result["properties"] = properties
         results.append(result)

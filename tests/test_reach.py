@@ -344,6 +344,38 @@ def test_follow_imports_reports_library_breaks_at_the_users_line(tmp_path, site_
     assert (listed.path, listed.line) == (str(user), 12)  # the call in draw()
     assert listed.library == "fakelib/models.py:16:16"
     assert "in Sampler.sample at fakelib/models.py:16:16, reached from draw" in listed.context
+    # the calls inside the library between the user's line and the hazard: forward -> helper
+    assert [(where, line, function) for where, _, line, function in branch.trail] == [
+        ("fakelib/models.py:7:16", 7, "Model.forward")]
+    assert branch.trail[0][1].endswith("fakelib/models.py")
+    assert listed.trail == ()  # draw() calls Sampler.sample itself
+
+
+def test_a_library_findings_call_path_in_every_output(tmp_path, site_packages, capsys):
+    """The call path through installed code shows in the text, one-line, JSON and SARIF
+    outputs (a SARIF code flow: the user's line, each call in the library, the hazard)."""
+    import json
+
+    user = write(tmp_path / "proj", "train.py", """
+        import torch
+        import fakelib
+
+        compiled = torch.compile(fakelib.Model())
+    """)
+    assert main(["check", "--no-cache", "--follow-imports", str(user)]) == 1
+    text = capsys.readouterr().out
+    assert "    through fakelib/models.py:7:16 (Model.forward)\n" in text
+    assert main(["check", "--no-cache", "--follow-imports", "--format", "flake8", str(user)]) == 1
+    assert ", through fakelib/models.py:7:16 (Model.forward))" in capsys.readouterr().out
+    assert main(["check", "--no-cache", "--follow-imports", "--format", "json", str(user)]) == 1
+    finding, = json.loads(capsys.readouterr().out)["findings"]
+    assert [(hop["at"], hop["line"], hop["function"]) for hop in finding["trail"]] == [
+        ("fakelib/models.py:7:16", 7, "Model.forward")]
+    assert main(["check", "--no-cache", "--follow-imports", "--format", "sarif", str(user)]) == 1
+    result, = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    steps = result["codeFlows"][0]["threadFlows"][0]["locations"]
+    assert [step["location"]["physicalLocation"]["region"]["startLine"] for step in steps] == [5, 7, 10]
+    assert steps[1]["location"]["physicalLocation"]["artifactLocation"]["uri"].endswith("fakelib/models.py")
 
 
 def test_fix_never_writes_installed_code_it_follows_into(tmp_path, site_packages, capsys):
