@@ -78,23 +78,31 @@ class CallResolver(InstanceResolver):
     def dispatch_targets(self, call: cst.Call, caller: FunctionInfo) -> list[FunctionInfo]:
         """The functions a call through a dispatch table may run: `TABLE[key](...)`, or
         `self.prop(...)` where the property getter returns `TABLE[key]` / `TABLE.get(key)`.
-        Every entry counts (the key is rarely static): transformers' `self.loss_function`."""
+        Every entry counts (the key is rarely static), except where the key is an attribute the
+        getter's class sets from the object's class name (`_named_after_class`): then the entry
+        whose key that name holds (`_entry_named_in`), as transformers' `self.loss_function`
+        picks `ForCausalLM` for LlamaForCausalLM; every entry where no key matches."""
         func = call.func
-        tables: list[tuple[cst.BaseExpression, ModuleIndex]] = []
+        tables: list[tuple[cst.BaseExpression, ModuleIndex, str | None]] = []
         if isinstance(func, cst.Subscript):
-            tables.append((func.value, caller.index))
+            tables.append((func.value, caller.index, None))
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             getter = self.resolve_property(func, caller)
             if getter is not None:
-                tables.extend((table, getter.index) for table in _returned_tables(getter))
+                receiver = caller.receiver or caller.owner
+                for table, key in _returned_tables(getter):
+                    named = receiver.name if receiver is not None and _named_after_class(key, getter) else None
+                    tables.append((table, getter.index, named))
         targets: list[FunctionInfo] = []
         # `self.layers(x)` with `self.layers = nn.Sequential(A(...), B(...))`: each forward runs
         for cls in self.container_classes(func, caller, caller.index):
             method = self.call_method_of(cls)
             if method is not None and method not in targets:
                 targets.append(method)
-        for table, index in tables:
-            for function in self._table_entries(table, index):
+        for table, index, class_name in tables:
+            items = self._table_items(table, index)
+            chosen = _entry_named_in(class_name, items) if class_name else None
+            for key, function in ([chosen] if chosen is not None else items):
                 if function not in targets and not function.is_disabled:
                     targets.append(function)
         return targets
@@ -385,7 +393,9 @@ class CallResolver(InstanceResolver):
         return (not method.is_property and not method.is_disabled and not method.is_compiled
                 and not (name == "forward" and cls.is_module))
 
-    def _table_entries(self, table: cst.BaseExpression, index: ModuleIndex) -> list[FunctionInfo]:
+    def _table_items(self, table: cst.BaseExpression, index: ModuleIndex) -> list[tuple[str | None, FunctionInfo]]:
+        """(string key or None, function) of each entry of the module-level table `table` that
+        names a function the analysis can read, in the table's order."""
         if not isinstance(table, cst.Name):
             return []
         key = (id(index), table.value)
@@ -393,14 +403,17 @@ class CallResolver(InstanceResolver):
             return self.tables[key]
         self.tables[key] = []  # a table naming itself cannot loop
         owner, values = self.table_values(table, index)
-        entries = []
-        for value in values or ():
+        names = owner.dispatch_keys.get(table.value, ()) if owner is not None else ()
+        if owner is not None and table.value not in owner.dispatch_tables:  # imported under another name
+            names = owner.dispatch_keys.get((owner.qualify(table) or "").rpartition(".")[2], ())
+        items = []
+        for position, value in enumerate(values or ()):
             function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None
             function = function or self._function(owner.qualify(value))
-            if function is not None and function not in entries:
-                entries.append(function)
-        self.tables[key] = entries
-        return entries
+            if function is not None:
+                items.append((names[position] if position < len(names) else None, function))
+        self.tables[key] = items
+        return items
 
     def _resolve_uncached(self, call: cst.Call, caller: FunctionInfo) -> FunctionInfo | None:
         callee = self._resolve(call, caller)
@@ -592,8 +605,8 @@ def _name_parts(node: cst.BaseExpression) -> list[str | None] | None:
     return [None]
 
 
-def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
-    """`return TABLE[key]` / `return TABLE.get(key)` in a property getter: the TABLE names."""
+def _returned_tables(getter: FunctionInfo) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]]:
+    """`return TABLE[key]` / `return TABLE.get(key)` in a property getter: (TABLE, key)."""
     tables = []
 
     class Returns(cst.CSTVisitor):
@@ -603,10 +616,85 @@ def _returned_tables(getter: FunctionInfo) -> list[cst.BaseExpression]:
         def visit_Return(self, node: cst.Return) -> None:
             value = node.value
             if isinstance(value, cst.Subscript):
-                tables.append(value.value)
+                index = value.slice[0].slice if len(value.slice) == 1 else None
+                tables.append((value.value, index.value if isinstance(index, cst.Index) else None))
             elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
                   and value.func.attr.value == "get"):
-                tables.append(value.func.value)
+                tables.append((value.func.value, value.args[0].value if value.args else None))
 
     getter.node.visit(Returns())
     return tables
+
+
+def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -> str | None:
+    """The attribute of `self` the table key reads: `self.loss_type`, or a local the getter
+    binds only to it or to `getattr(self, "loss_type", ...)` (its other bindings constants:
+    `loss_type = "ForCausalLM"` as a fallback)."""
+    def read(expr) -> str | None:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return expr.attr.value
+        if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "getattr"
+                and len(expr.args) >= 2 and isinstance(expr.args[0].value, cst.Name)
+                and expr.args[0].value.value == "self" and isinstance(expr.args[1].value, cst.SimpleString)):
+            return expr.args[1].value.evaluated_value
+        return None
+
+    if not isinstance(key, cst.Name):
+        return read(key)
+
+    class Bindings(cst.CSTVisitor):  # every value the getter assigns to the key's name
+        values: list = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is getter.node
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Name) and t.target.value == key.value for t in node.targets):
+                self.values.append(node.value)
+
+    bindings = Bindings()
+    bindings.values = []
+    getter.node.visit(bindings)
+    attrs = set()
+    for value in bindings.values:
+        attr = read(value)
+        if attr is not None:
+            attrs.add(attr)
+        elif not isinstance(value, (cst.SimpleString, cst.Name)):
+            return None
+    return attrs.pop() if len(attrs) == 1 else None
+
+
+def _named_after_class(key: cst.BaseExpression | None, getter: FunctionInfo) -> bool:
+    """Whether the table key is an attribute the getter's class sets, in a method that reads the
+    object's class name (`self.__class__.__name__`, `type(self).__name__`): transformers'
+    PreTrainedModel sets `self.loss_type` from the part of the class name LOSS_MAPPING knows."""
+    attr = _self_attribute_read(key, getter)
+    owner = getter.owner
+    if attr is None or owner is None:
+        return False
+    code = cst.Module([]).code_for_node
+    for method in owner.methods.values():
+        text = code(method.node)
+        if ("__class__.__name__" in text or "type(self).__name__" in text) and f"self.{attr} =" in text:
+            return True
+    return False
+
+
+def _entry_named_in(class_name: str, items: list[tuple[str | None, FunctionInfo]]):
+    """The table entry a key taken from `class_name` selects: the key equal to the name, else the
+    key found first in it (leftmost; in table order at one place, as `re.findall` over the keys
+    does); None when no key occurs in the name."""
+    best = None
+    for order, (key, function) in enumerate(items):
+        if not key:
+            continue
+        if key == class_name:
+            return key, function
+        where = class_name.find(key)
+        if where >= 0 and (best is None or (where, order) < best[0]):
+            best = ((where, order), (key, function))
+    return best[1] if best is not None else None

@@ -104,6 +104,8 @@ class ModuleIndex:
     dynamic_false_targets: set[str] = field(default_factory=set)
     # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
     dispatch_tables: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    # the string key of each of a table's entries (None: not a string literal), in order
+    dispatch_keys: dict[str, list[str | None]] = field(default_factory=dict)
     local_defs: frozenset[str] = frozenset()
     known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
     known_optimizers: frozenset[str] = frozenset()  # torch.optim.Optimizer classes of other files
@@ -322,9 +324,12 @@ def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, ow
             values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
             # Only tables of plain names: `{"a": fn_a, "b": mod.fn_b}`, not data dicts.
             if len(values) == len(value.elements) and all(dotted(v) for v in values):
+                keys = [e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
+                        for e in value.elements]
                 for target in targets:
                     if isinstance(target, cst.Name):
                         index.dispatch_tables[target.value] = values
+                        index.dispatch_keys[target.value] = keys
     elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         _record_compile_target(small.value, index, owner)
 

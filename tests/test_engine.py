@@ -6,9 +6,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tcl.config import Config
 from tcl.engine import Analyzer
 from tcl.report import finding_text
+from tcl.runner import run
 
 
 def findings(code: str, **config):
@@ -440,6 +443,80 @@ def test_calls_through_a_dispatch_table_follow_every_entry(tmp_path):
     assert [line.split(" ")[:2] for line in lines] == [["pkg/loss/ctc.py:5:10:", "TCL411"]]
     assert "1 later break in it shows once this one is fixed" in lines[0]
     assert all("(in ctc_loss, reached from Direct.forward, Model.forward)" in line for line in lines)
+
+
+CLASS_NAMED_TABLE = '''
+import re
+
+import torch
+from torch import nn
+
+
+def ctc_loss(logits, labels):
+    return logits.sum() + labels.masked_select(labels >= 0).sum()
+
+
+def lm_loss(logits, labels):
+    return logits.mean()
+
+
+LOSS_MAPPING = {"ForCTC": ctc_loss, "ForCausalLM": lm_loss}
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        loss_type = self.__class__.__name__
+        if loss_type not in LOSS_MAPPING:
+            found = re.findall(f"({'|'.join(LOSS_MAPPING)})", self.__class__.__name__)
+            loss_type = found[0] if found else None
+        self.loss_type = loss_type
+
+    @property
+    def loss_function(self):
+        loss_type = getattr(self, "loss_type", None)
+        if loss_type is None:
+            loss_type = "ForCausalLM"
+        return LOSS_MAPPING[loss_type]
+
+
+class TinyForCausalLM(Base):
+    def forward(self, x, labels):
+        return self.loss_function(x * 2, labels)
+
+
+class TinyForCTC(Base):
+    def forward(self, x, labels):
+        return self.loss_function(x * 2, labels)
+
+
+class Odd(Base):
+    def forward(self, x, labels):
+        return self.loss_function(x * 2, labels)
+'''
+
+
+def test_a_table_keyed_by_the_class_name_runs_that_entry(tmp_path):
+    """transformers' `self.loss_function`: LOSS_MAPPING[self.loss_type], where PreTrainedModel
+    sets `loss_type` from the part of the class name the table knows. A compiled
+    LlamaForCausalLM runs ForCausalLMLoss, not the object-detection losses: TinyForCausalLM's
+    forward runs lm_loss only, TinyForCTC's ctc_loss only, and Odd's, whose name holds no key,
+    may run either."""
+    path = tmp_path / "model.py"
+    path.write_text(CLASS_NAMED_TABLE)
+    result = run([str(path)], Config(torch_version="2.13", api_entries="off"), jobs=1)
+    finding, = result.findings
+    assert (finding.code, finding.line) == ("TCL301", 9)
+    assert finding.reached_from == ("Odd.forward", "TinyForCTC.forward")
+
+
+def test_the_compiler_runs_the_entry_the_class_name_selects():
+    pytest.importorskip("torch")
+    from tcl.oracle import probe_source
+
+    args = "(torch.randn(4, 3), torch.tensor([1, -1, 2, 0]))"
+    assert not probe_source(CLASS_NAMED_TABLE, "TinyForCausalLM", args).breaks
+    assert 9 in {b.line for b in probe_source(CLASS_NAMED_TABLE, "TinyForCTC", args).breaks}
 
 
 def test_decorator_wrappers_around_forward_are_traced():
