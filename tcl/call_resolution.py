@@ -91,17 +91,17 @@ class CallResolver(InstanceResolver):
             if getter is not None:
                 receiver = caller.receiver or caller.owner
                 for table, key in _returned_tables(getter):
-                    named = receiver.name if receiver is not None and _named_after_class(key, getter) else None
-                    tables.append((table, getter.index, named))
+                    named = receiver is not None and _named_after_class(key, getter)
+                    tables.append((table, getter.index, (receiver.name, _fallback_key(key, getter)) if named else None))
         targets: list[FunctionInfo] = []
         # `self.layers(x)` with `self.layers = nn.Sequential(A(...), B(...))`: each forward runs
         for cls in self.container_classes(func, caller, caller.index):
             method = self.call_method_of(cls)
             if method is not None and method not in targets:
                 targets.append(method)
-        for table, index, class_name in tables:
+        for table, index, named in tables:
             items = self._table_items(table, index)
-            chosen = _entry_named_in(class_name, items) if class_name else None
+            chosen = _entry_named_in(named[0], items, named[1]) if named else None
             for key, function in ([chosen] if chosen is not None else items):
                 if function not in targets and not function.is_disabled:
                     targets.append(function)
@@ -642,8 +642,34 @@ def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -
     if not isinstance(key, cst.Name):
         return read(key)
 
-    class Bindings(cst.CSTVisitor):  # every value the getter assigns to the key's name
-        values: list = []
+    attrs = set()
+    for value in _assigned_values(getter, key.value):
+        attr = read(value)
+        if attr is not None:
+            attrs.add(attr)
+        elif not isinstance(value, (cst.SimpleString, cst.Name)):
+            return None
+    return attrs.pop() if len(attrs) == 1 else None
+
+
+def _fallback_key(key: cst.BaseExpression | None, getter: FunctionInfo) -> str | None:
+    """The one string constant the getter binds the key's local to besides the attribute
+    (`loss_type = "ForCausalLM"` when the attribute is None or not a key), or None."""
+    if not isinstance(key, cst.Name):
+        return None
+    constants = set()
+    for node in _assigned_values(getter, key.value):
+        if isinstance(node, cst.SimpleString):
+            constants.add(node.evaluated_value)
+    return constants.pop() if len(constants) == 1 else None
+
+
+def _assigned_values(getter: FunctionInfo, name: str) -> list[cst.BaseExpression]:
+    """Every value the getter's own body assigns to the local `name`."""
+
+    class Bindings(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.values: list[cst.BaseExpression] = []
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return node is getter.node
@@ -652,20 +678,12 @@ def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -
             return False
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            if any(isinstance(t.target, cst.Name) and t.target.value == key.value for t in node.targets):
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
                 self.values.append(node.value)
 
     bindings = Bindings()
-    bindings.values = []
     getter.node.visit(bindings)
-    attrs = set()
-    for value in bindings.values:
-        attr = read(value)
-        if attr is not None:
-            attrs.add(attr)
-        elif not isinstance(value, (cst.SimpleString, cst.Name)):
-            return None
-    return attrs.pop() if len(attrs) == 1 else None
+    return bindings.values
 
 
 def _named_after_class(key: cst.BaseExpression | None, getter: FunctionInfo) -> bool:
@@ -684,10 +702,10 @@ def _named_after_class(key: cst.BaseExpression | None, getter: FunctionInfo) -> 
     return False
 
 
-def _entry_named_in(class_name: str, items: list[tuple[str | None, FunctionInfo]]):
+def _entry_named_in(class_name: str, items: list[tuple[str | None, FunctionInfo]], fallback: str | None = None):
     """The table entry a key taken from `class_name` selects: the key equal to the name, else the
     key found first in it (leftmost; in table order at one place, as `re.findall` over the keys
-    does); None when no key occurs in the name."""
+    does), else the getter's `fallback` key; None when none of those is in the table."""
     best = None
     for order, (key, function) in enumerate(items):
         if not key:
@@ -697,4 +715,6 @@ def _entry_named_in(class_name: str, items: list[tuple[str | None, FunctionInfo]
         where = class_name.find(key)
         if where >= 0 and (best is None or (where, order) < best[0]):
             best = ((where, order), (key, function))
-    return best[1] if best is not None else None
+    if best is not None:
+        return best[1]
+    return next(((key, function) for key, function in items if fallback is not None and key == fallback), None)
