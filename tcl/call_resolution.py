@@ -25,7 +25,8 @@ import re
 
 import libcst as cst
 
-from .instances import InstanceResolver, _bindings, _function_binding, module_binding, returned_values, rebound_values
+from .instances import (InstanceResolver, _bindings, _function_binding, assigned_values, module_binding,
+                        rebound_values, returned_values)
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
 from .project import module_name_of
@@ -643,7 +644,7 @@ def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -
         return read(key)
 
     attrs = set()
-    for value in _assigned_values(getter, key.value):
+    for value in assigned_values(getter.node, key.value):
         attr = read(value)
         if attr is not None:
             attrs.add(attr)
@@ -658,32 +659,10 @@ def _fallback_key(key: cst.BaseExpression | None, getter: FunctionInfo) -> str |
     if not isinstance(key, cst.Name):
         return None
     constants = set()
-    for node in _assigned_values(getter, key.value):
+    for node in assigned_values(getter.node, key.value):
         if isinstance(node, cst.SimpleString):
             constants.add(node.evaluated_value)
     return constants.pop() if len(constants) == 1 else None
-
-
-def _assigned_values(getter: FunctionInfo, name: str) -> list[cst.BaseExpression]:
-    """Every value the getter's own body assigns to the local `name`."""
-
-    class Bindings(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.values: list[cst.BaseExpression] = []
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is getter.node
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
-                self.values.append(node.value)
-
-    bindings = Bindings()
-    getter.node.visit(bindings)
-    return bindings.values
 
 
 def _named_after_class(key: cst.BaseExpression | None, getter: FunctionInfo) -> bool:

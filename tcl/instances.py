@@ -844,7 +844,14 @@ def _class_attribute(owner: ClassInfo | None, attr: str):
 
 
 def rebound_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
-    """Every value a def assigns to `name`, both sides of a conditional expression apart."""
+    """Every value a def assigns to `name`, both sides of a conditional expression apart, when
+    there are several; [] for one."""
+    out = assigned_values(node, name)
+    return out if len(out) > 1 else []
+
+
+def assigned_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Every value a def assigns to the local `name`, both sides of a conditional expression apart."""
     values = [stmt.value for stmt in _statements(node.body)
               if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
                                                       for t in stmt.targets)]
@@ -855,7 +862,7 @@ def rebound_values(node: cst.FunctionDef, name: str) -> list[cst.BaseExpression]
             values[:0] = [value.body, value.orelse]
         else:
             out.append(value)
-    return out if len(out) > 1 else []
+    return out
 
 
 def _statements(body, defs: bool = False):
