@@ -265,9 +265,10 @@ def updates_tensor_state(function: FunctionInfo) -> bool:
     """Whether a method of an nn.Module writes into the module's own tensors in place, in its
     body: `self.step += 1` or `self.memory[i] = x` on a buffer or parameter, or an in-place
     tensor method on one (`self.initted.data.copy_(t)`, `self.count.add_(n)`; not one that
-    sets a flag, FLAG_METHODS). Such a method
-    (an EMA's `update()`, a metric's `update(preds, target)`, a queue's `enqueue(x)`) is what a
-    compiled training step calls, though it takes no tensor and returns nothing."""
+    sets a flag, FLAG_METHODS). Such a method (an EMA's `update()`, a metric's `update(preds,
+    target)`, a queue's `enqueue(x)`) is what a compiled training step calls, though it takes
+    no tensor and returns nothing. The buffers are the class's own (`tensor_state`), not a
+    base class's."""
     owner = function.owner
     if owner is None or not owner.is_module or function.is_staticmethod or function.name.startswith("__"):
         return False

@@ -82,9 +82,12 @@ class CallResolver(InstanceResolver):
         Every entry counts (the key is rarely static), except where the key is an attribute the
         getter's class sets from the object's class name (`_named_after_class`): then the entry
         whose key that name holds (`_entry_named_in`), as transformers' `self.loss_function`
-        picks `ForCausalLM` for LlamaForCausalLM; every entry where no key matches."""
+        picks `ForCausalLM` for LlamaForCausalLM, or the getter's fallback key; every entry
+        where neither is in the table."""
         func = call.func
-        tables: list[tuple[cst.BaseExpression, ModuleIndex, str | None]] = []
+        # (table, the index naming it, (the caller's class name, the getter's fallback key)
+        # where the key is named after the class)
+        tables: list[tuple[cst.BaseExpression, ModuleIndex, tuple[str, str | None] | None]] = []
         if isinstance(func, cst.Subscript):
             tables.append((func.value, caller.index, None))
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -406,7 +409,7 @@ class CallResolver(InstanceResolver):
         owner, values = self.table_values(table, index)
         names = owner.dispatch_keys.get(table.value, ()) if owner is not None else ()
         if owner is not None and table.value not in owner.dispatch_tables:  # imported under another name
-            names = owner.dispatch_keys.get((owner.qualify(table) or "").rpartition(".")[2], ())
+            names = owner.dispatch_keys.get((index.qualify(table) or "").rpartition(".")[2], ())
         items = []
         for position, value in enumerate(values or ()):
             function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None

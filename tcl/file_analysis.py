@@ -98,7 +98,7 @@ class FileAnalysis(EntryPoints, CallResolver):
         self.tuples: dict[int, dict] = {}  # parameters every caller fills with a tuple display
         self.callers: dict[int, set[int]] = defaultdict(set)
         self.resolved: dict[tuple[int, int], FunctionInfo | None] = {}
-        self.tables: dict[tuple[int, str], list[FunctionInfo]] = {}
+        self.tables: dict[tuple[int, str], list[tuple[str | None, FunctionInfo]]] = {}  # _table_items
         self.overrides: dict[tuple[int, str], list[FunctionInfo]] = {}
         self.call_nodes: dict[tuple[int, int], cst.CSTNode] = {}  # (callee, caller) -> a call node
         self.init_instance_memos()

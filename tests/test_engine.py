@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -507,6 +508,22 @@ def test_a_table_keyed_by_the_class_name_runs_that_entry(tmp_path):
     result = run([str(path)], Config(torch_version="2.13", api_entries="off"), jobs=1)
     finding, = result.findings
     assert (finding.code, finding.line) == ("TCL301", 9)
+    assert finding.reached_from == ("TinyForCTC.forward",)
+
+
+def test_a_table_imported_under_another_name_keeps_its_keys(tmp_path):
+    """The keys are read from the module that defines the table, under the name it has there."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    source = CLASS_NAMED_TABLE.split("class Base(nn.Module):")
+    (pkg / "losses.py").write_text(source[0])
+    (pkg / "model.py").write_text(
+        "import re\n\nfrom torch import nn\n\nfrom .losses import LOSS_MAPPING as TABLE\n\n\nclass Base(nn.Module):"
+        + source[1].replace("LOSS_MAPPING", "TABLE"))
+    result = run([str(pkg)], Config(torch_version="2.13", api_entries="off"), jobs=1)
+    finding, = result.findings
+    assert (finding.code, os.path.basename(finding.path), finding.line) == ("TCL301", "losses.py", 9)
     assert finding.reached_from == ("TinyForCTC.forward",)
 
 
