@@ -44,10 +44,10 @@ import libcst as cst
 
 from . import torch_facts
 from .dataflow import Kind, is_tensor
-from .evidence import EVIDENCE_KINDS, _children, tensor_use
+from .evidence import EVIDENCE_KINDS, _children, torch_only_evidence
 from .kinds import SELF
 from .module_index import FunctionInfo, ModuleIndex
-from .params import _param_kind, all_params, body_evidence
+from .params import _param_kind, body_evidence
 
 API_MARK = " (public API)"
 PUBLIC_API = "public API"  # reached_from of an API entry's own findings (Finding.context)
@@ -181,50 +181,6 @@ def api_param_kinds(function: FunctionInfo, require_tensor: bool = True) -> dict
     return kinds
 
 
-_SURE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
-
-
-def torch_only_evidence(function: FunctionInfo) -> set[str]:
-    """`_torch_only_evidence`, once per function node (a new set each call: callers add to it)."""
-    kept = _SURE.get(id(function.node))
-    if kept is None or kept[0] is not function.node:
-        if len(_SURE) > 20_000:
-            _SURE.clear()
-        kept = _SURE[id(function.node)] = (function.node, frozenset(_torch_only_evidence(function)))
-    return set(kept[1])
-
-
-def _torch_only_evidence(function: FunctionInfo) -> set[str]:
-    """Parameters the body uses as only a tensor can be used: an attribute torch.Tensor has and
-    numpy.ndarray, nn.Module, paths, list, dict, str, ... lack (`x.masked_fill`, `x.unsqueeze`), or passed first
-    to a torch function whose first parameter is a tensor (`torch.isnan(x)`, `F.relu(x)`; not
-    `torch.zeros(n)` nor `torch.tensor(x)`): both read from torch (tcl/torch_facts)."""
-    facts = torch_facts.all_releases()
-    if facts is None:
-        return set()
-    only_tensor = facts.tensor_attributes - facts.shared_attributes
-    names = {p.name.value for p in all_params(function.node.params)}
-    index = function.index
-    found: set[str] = set()
-    called: set[int] = set()  # `p.attr` nodes that are called: a Call is popped before its func
-    stack: list[cst.CSTNode] = [function.node.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            called.add(id(node.func))
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            if node.value.value in names and tensor_use(node, only_tensor, facts.tensor_methods, called):
-                found.add(node.value.value)
-        elif isinstance(node, cst.Call) and node.args and index is not None:
-            first = node.args[0]
-            if (first.keyword is None or first.keyword.value == "input") and first.star == "" \
-                    and isinstance(first.value, cst.Name) and first.value.value in names \
-                    and (index.qualify(node.func) or "") in facts.tensor_input_calls:
-                found.add(first.value.value)
-        stack.extend(_children(node))
-    return found
-
-
 def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionInfo, dict[str, Kind], bool]]:
     """(function, parameter kinds, whether it updates its module's tensors in place) for each
     public function of `index` that takes tensor data, or is a method of an nn.Module that
@@ -236,10 +192,8 @@ def api_entries(index: ModuleIndex, mode: str, reached) -> list[tuple[FunctionIn
     for function in public_functions(index):
         if id(function.node) in reached or function.is_property or function.is_disabled:
             continue
-        kinds = api_param_kinds(function)
         updates = updates_tensor_state(function)
-        if kinds is None and updates:
-            kinds = api_param_kinds(function, require_tensor=False)
+        kinds = api_param_kinds(function, require_tensor=not updates)
         if kinds is not None:
             out.append((function, kinds, updates))
     return out

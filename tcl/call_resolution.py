@@ -29,6 +29,7 @@ from .instances import (InstanceResolver, _bindings, _function_binding, assigned
                         rebound_values, returned_values)
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
+from .node_memo import per_node
 from .project import module_name_of
 
 
@@ -80,7 +81,7 @@ class CallResolver(InstanceResolver):
         """The functions a call through a dispatch table may run: `TABLE[key](...)`, or
         `self.prop(...)` where the property getter returns `TABLE[key]` / `TABLE.get(key)`.
         Every entry counts (the key is rarely static), except where the key is an attribute the
-        getter's class sets from the object's class name (`_named_after_class`): then the entry
+        getter's class sets from the object's class name (`class_named_attributes`): then the entry
         whose key that name holds (`_entry_named_in`), as transformers' `self.loss_function`
         picks `ForCausalLM` for LlamaForCausalLM, or the getter's fallback key; every entry
         where neither is in the table."""
@@ -95,8 +96,10 @@ class CallResolver(InstanceResolver):
             if getter is not None:
                 receiver = caller.receiver or caller.owner
                 for table, key in _returned_tables(getter):
-                    named = receiver is not None and _named_after_class(key, getter)
-                    tables.append((table, getter.index, (receiver.name, _fallback_key(key, getter)) if named else None))
+                    attr, fallback = _key_read(key, getter)
+                    named = (receiver is not None and getter.owner is not None and attr is not None
+                             and attr in class_named_attributes(getter.owner))
+                    tables.append((table, getter.index, (receiver.name, fallback) if named else None))
         targets: list[FunctionInfo] = []
         # `self.layers(x)` with `self.layers = nn.Sequential(A(...), B(...))`: each forward runs
         for cls in self.container_classes(func, caller, caller.index):
@@ -406,16 +409,13 @@ class CallResolver(InstanceResolver):
         if key in self.tables:
             return self.tables[key]
         self.tables[key] = []  # a table naming itself cannot loop
-        owner, values = self.table_values(table, index)
-        names = owner.dispatch_keys.get(table.value, ()) if owner is not None else ()
-        if owner is not None and table.value not in owner.dispatch_tables:  # imported under another name
-            names = owner.dispatch_keys.get((index.qualify(table) or "").rpartition(".")[2], ())
+        owner, entries = self.table_entries(table, index)
         items = []
-        for position, value in enumerate(values or ()):
+        for name, value in entries:
             function = owner.functions.get(value.value) if isinstance(value, cst.Name) else None
             function = function or self._function(owner.qualify(value))
             if function is not None:
-                items.append((names[position] if position < len(names) else None, function))
+                items.append((name, function))
         self.tables[key] = items
         return items
 
@@ -630,10 +630,11 @@ def _returned_tables(getter: FunctionInfo) -> list[tuple[cst.BaseExpression, cst
     return tables
 
 
-def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -> str | None:
-    """The attribute of `self` the table key reads: `self.loss_type`, or a local the getter
-    binds only to it or to `getattr(self, "loss_type", ...)` (its other bindings constants:
-    `loss_type = "ForCausalLM"` as a fallback)."""
+def _key_read(key: cst.BaseExpression | None, getter: FunctionInfo) -> tuple[str | None, str | None]:
+    """(the attribute of `self` the table key reads, the one string the getter falls back to):
+    `self.loss_type`, or a local the getter binds only to it or `getattr(self, "loss_type",
+    ...)` and to string constants (`loss_type = "ForCausalLM"` when the attribute is None or not
+    a key). (None, None) when the key is anything else."""
     def read(expr) -> str | None:
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return expr.attr.value
@@ -644,44 +645,54 @@ def _self_attribute_read(key: cst.BaseExpression | None, getter: FunctionInfo) -
         return None
 
     if not isinstance(key, cst.Name):
-        return read(key)
-
-    attrs = set()
+        return read(key), None
+    attrs, constants = set(), set()
     for value in assigned_values(getter.node, key.value):
         attr = read(value)
         if attr is not None:
             attrs.add(attr)
-        elif not isinstance(value, (cst.SimpleString, cst.Name)):
-            return None
-    return attrs.pop() if len(attrs) == 1 else None
+        elif isinstance(value, cst.SimpleString):
+            constants.add(value.evaluated_value)
+        elif not isinstance(value, cst.Name):
+            return None, None
+    return (attrs.pop() if len(attrs) == 1 else None), (constants.pop() if len(constants) == 1 else None)
 
 
-def _fallback_key(key: cst.BaseExpression | None, getter: FunctionInfo) -> str | None:
-    """The one string constant the getter binds the key's local to besides the attribute
-    (`loss_type = "ForCausalLM"` when the attribute is None or not a key), or None."""
-    if not isinstance(key, cst.Name):
-        return None
-    constants = set()
-    for node in assigned_values(getter.node, key.value):
-        if isinstance(node, cst.SimpleString):
-            constants.add(node.evaluated_value)
-    return constants.pop() if len(constants) == 1 else None
+_CLASS_NAMED: dict[int, tuple] = {}  # class node -> its class-named attributes (node_memo.per_node)
 
 
-def _named_after_class(key: cst.BaseExpression | None, getter: FunctionInfo) -> bool:
-    """Whether the table key is an attribute the getter's class sets, in a method that reads the
-    object's class name (`self.__class__.__name__`, `type(self).__name__`): transformers'
-    PreTrainedModel sets `self.loss_type` from the part of the class name LOSS_MAPPING knows."""
-    attr = _self_attribute_read(key, getter)
-    owner = getter.owner
-    if attr is None or owner is None:
-        return False
-    code = cst.Module([]).code_for_node
-    for method in owner.methods.values():
-        text = code(method.node)
-        if ("__class__.__name__" in text or "type(self).__name__" in text) and f"self.{attr} =" in text:
-            return True
-    return False
+def class_named_attributes(owner: ClassInfo) -> frozenset[str]:
+    """The `self` attributes a method of `owner` assigns while reading the object's class name
+    (`self.__class__.__name__`, `type(self).__name__`): transformers' PreTrainedModel sets
+    `self.loss_type` from the part of the class name LOSS_MAPPING knows. Once per class node."""
+
+    class Reads(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.names_class = False
+            self.assigned: set[str] = set()
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value == "__name__":
+                inner = node.value
+                if (isinstance(inner, cst.Attribute) and inner.attr.value == "__class__") or (
+                        isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "type"):
+                    self.names_class = True
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            target = node.target
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                self.assigned.add(target.attr.value)
+
+    def compute() -> frozenset[str]:
+        found: set[str] = set()
+        for method in owner.methods.values():
+            reads = Reads()
+            method.node.visit(reads)
+            if reads.names_class:
+                found |= reads.assigned
+        return frozenset(found)
+
+    return per_node(_CLASS_NAMED, owner.node, compute)
 
 
 def _entry_named_in(class_name: str, items: list[tuple[str | None, FunctionInfo]], fallback: str | None = None):

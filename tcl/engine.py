@@ -342,7 +342,7 @@ class Analyzer:
         finding = dataclasses.replace(finding, fix=remedy(finding.code, self.installed.version_of(finding.path),
                                                           candidate.rule.category, applies))
         anchor, path = analysis.call_path(candidate.function)
-        trail = self._trail(path, current)
+        trail = self._trail(path)
         if anchor is None:  # an installed function named as an entry itself: no user line
             return dataclasses.replace(finding, library=library, library_path=finding.path,
                                        library_line=finding.line, library_end_line=finding.end_line,
@@ -369,16 +369,14 @@ class Analyzer:
             function=finding.function or candidate.function.qualname, trail=trail,
         )
 
-    def _trail(self, path, current: ModuleIndex) -> tuple:
+    def _trail(self, path) -> tuple:
         """Finding.trail of the calls `FileAnalysis.call_path` found inside installed code."""
         trail = []
         for caller, node in path:
             index = caller.index
             if index is None:
                 continue
-            ranges = (function_ranges(index.module, index.source, [caller], index.python_tree)
-                      if index is current else self._foreign_ranges(index, [caller]))
-            where = ranges.get(node)
+            where = self._foreign_ranges(index, [caller]).get(node)
             if where is None:
                 continue
             short = self.installed.short(index.path)

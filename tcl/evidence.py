@@ -21,6 +21,11 @@ on tensor data. The body is better evidence, read here without running anything:
   (a one-element tensor flag is the exception this gives up; any tensor use of `p` elsewhere
   still wins).
 
+`torch_only_evidence` is the strict reading, for parameters nothing else types (a public
+function's, a helper's whose callers say nothing): only an attribute torch.Tensor has and an
+ndarray, a module or a path lack, or a first argument of a torch function that takes a tensor
+there, counts.
+
 Tensor evidence wins over any other: a tensor parameter compared with a string somewhere is
 still a tensor. A parameter with no evidence either way keeps the kind the signature gave it.
 Nested functions, lambdas and classes are their own scopes and are not read.
@@ -207,3 +212,53 @@ def _children(node: cst.CSTNode):
                 yield value
         elif isinstance(value, (tuple, list)):
             yield from (v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, SCOPES))
+
+
+_SURE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def torch_only_evidence(function) -> set[str]:
+    """`_torch_only_evidence`, once per function node (a new set each call: callers add to it)."""
+    kept = _SURE.get(id(function.node))
+    if kept is None or kept[0] is not function.node:
+        if len(_SURE) > 20_000:
+            _SURE.clear()
+        kept = _SURE[id(function.node)] = (function.node, frozenset(_torch_only_evidence(function)))
+    return set(kept[1])
+
+
+def _torch_only_evidence(function) -> set[str]:
+    """Parameters (of a tcl FunctionInfo) the body uses as only a tensor can be used: an attribute torch.Tensor has and
+    numpy.ndarray, nn.Module, paths, list, dict, str, ... lack (`x.masked_fill`, `x.unsqueeze`), or passed first
+    to a torch function whose first parameter is a tensor (`torch.isnan(x)`, `F.relu(x)`; not
+    `torch.zeros(n)` nor `torch.tensor(x)`): both read from torch (tcl/torch_facts)."""
+    facts = torch_facts.all_releases()
+    if facts is None:
+        return set()
+    only_tensor = facts.tensor_attributes - facts.shared_attributes
+    names = _param_names(function.node.params)
+    index = function.index
+    found: set[str] = set()
+    called: set[int] = set()  # `p.attr` nodes that are called: a Call is popped before its func
+    stack: list[cst.CSTNode] = [function.node.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            called.add(id(node.func))
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.value.value in names and tensor_use(node, only_tensor, facts.tensor_methods, called):
+                found.add(node.value.value)
+        elif isinstance(node, cst.Call) and node.args and index is not None:
+            first = node.args[0]
+            if (first.keyword is None or first.keyword.value == "input") and first.star == "" \
+                    and isinstance(first.value, cst.Name) and first.value.value in names \
+                    and (index.qualify(node.func) or "") in facts.tensor_input_calls:
+                found.add(first.value.value)
+        stack.extend(_children(node))
+    return found
+
+
+def _param_names(params: cst.Parameters) -> set[str]:
+    named = [*params.posonly_params, *params.params, *params.kwonly_params]
+    named += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {p.name.value for p in named}

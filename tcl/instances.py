@@ -380,9 +380,9 @@ class InstanceResolver:
             return []
         if not isinstance(table, cst.Name):
             return []
-        owner, values = self.table_values(table, index)
+        owner, entries = self.table_entries(table, index)
         classes: list[ClassInfo] = []
-        for value in values or ():
+        for _, value in entries:
             cls = self._class_of_name(value, owner)
             if cls is None:
                 return []
@@ -390,9 +390,10 @@ class InstanceResolver:
                 classes.append(cls)
         return classes
 
-    def table_values(self, table: cst.Name, index: ModuleIndex) -> tuple[ModuleIndex | None, list]:
-        """(the index defining the module-level dict `table` names, its value expressions):
-        this file's, else the one it imports the name from; (None, []) when neither has one."""
+    def table_entries(self, table: cst.Name, index: ModuleIndex) -> tuple[ModuleIndex | None, list]:
+        """(the index defining the module-level dict `table` names, its (key, value expression)
+        entries, ModuleIndex.dispatch_tables): this file's, else the one it imports the name
+        from; (None, []) when neither has one."""
         values = index.dispatch_tables.get(table.value)
         if values is not None:
             return index, values

@@ -102,10 +102,9 @@ class ModuleIndex:
     module_compile_sites: list = field(default_factory=list)
     # Targets of `torch.compile(f, dynamic=False)` calls: every new input shape recompiles (TCL503).
     dynamic_false_targets: set[str] = field(default_factory=set)
-    # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name -> values
-    dispatch_tables: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
-    # the string key of each of a table's entries (None: not a string literal), in order
-    dispatch_keys: dict[str, list[str | None]] = field(default_factory=dict)
+    # Module-level dicts of callables (`LOSS_MAPPING = {"ForCTC": ForCTCLoss, ...}`): name ->
+    # (the entry's string key, None where it is not a string literal; its value), in order
+    dispatch_tables: dict[str, list[tuple[str | None, cst.BaseExpression]]] = field(default_factory=dict)
     local_defs: frozenset[str] = frozenset()
     known_modules: frozenset[str] = frozenset()  # nn.Module classes of other checked files
     known_optimizers: frozenset[str] = frozenset()  # torch.optim.Optimizer classes of other files
@@ -321,15 +320,13 @@ def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, ow
                 index.loggers.update(t.value for t in targets if isinstance(t, cst.Name))
             _record_compile_target(value, index, owner)
         elif isinstance(value, cst.Dict) and owner is None and value.elements:
-            values = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            entries = [(e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None, e.value)
+                       for e in value.elements if isinstance(e, cst.DictElement)]
             # Only tables of plain names: `{"a": fn_a, "b": mod.fn_b}`, not data dicts.
-            if len(values) == len(value.elements) and all(dotted(v) for v in values):
-                keys = [e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
-                        for e in value.elements]
+            if len(entries) == len(value.elements) and all(dotted(v) for _, v in entries):
                 for target in targets:
                     if isinstance(target, cst.Name):
-                        index.dispatch_tables[target.value] = values
-                        index.dispatch_keys[target.value] = keys
+                        index.dispatch_tables[target.value] = entries
     elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         _record_compile_target(small.value, index, owner)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 import libcst as cst
 
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
-from .evidence import EVIDENCE_KINDS, parameter_evidence
+from .evidence import EVIDENCE_KINDS, parameter_evidence, torch_only_evidence
 from .evidence import TENSOR as TENSOR_EVIDENCE
 from .kinds import SELF
 from .module_index import FunctionInfo, named_calls
@@ -138,13 +138,6 @@ def _assigned_names(body: cst.CSTNode) -> set[str]:
 
     body.visit(Assigned())
     return names
-
-
-def used_only_as_tensor(function: FunctionInfo) -> set[str]:
-    """tcl/api_entries.py's `torch_only_evidence` (imported here, not at the top: that module
-    builds on this one)."""
-    from .api_entries import torch_only_evidence
-    return torch_only_evidence(function)
 
 
 def _param_kind(param: cst.Param, default_kind: Kind) -> Kind:
@@ -278,7 +271,7 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite], filled: se
             seen = _param_kind(param, default_kind=Kind.UNKNOWN)
         if seen == Kind.UNKNOWN:
             if body_tensors is None:
-                body_tensors = used_only_as_tensor(function)
+                body_tensors = torch_only_evidence(function)
             if name in body_tensors:
                 # `losses = loss_info["losses"]` passed on: the callers do not say, but the helper
                 # calls `torch.mean(losses)` or `losses.masked_fill(...)`, which only a tensor takes.

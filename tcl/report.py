@@ -154,6 +154,23 @@ def write_sarif(findings: list[Finding], errors: list[FileError], out: TextIO, t
     out.write("\n")
 
 
+def _code_flow(finding: Finding, location: dict, root: str) -> list[dict]:
+    """The call path from the user's line through the library to the hazard, as the steps of
+    a SARIF code flow (which code-scanning views step through)."""
+    def step(physical: dict, text: str) -> dict:
+        return {"location": {"message": {"text": text}, "physicalLocation": physical}}
+
+    def at(path: str, line: int) -> dict:
+        uri, base = _artifact_uri(path, root)
+        return {"artifactLocation": {"uri": uri, **({"uriBaseId": base} if base else {})}, "region": {"startLine": line}}
+
+    steps = [step(location, "the call in the checked code")]
+    steps += [step(at(path, line), f"the call in {function}") for _, path, line, function in finding.trail]
+    if finding.library_path:
+        steps.append(step(at(finding.library_path, finding.library_line), f"the hazard, in {finding.function}"))
+    return steps
+
+
 def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mode: str, root: str | None = None,
               notes: list | None = None) -> dict:
     """One run; artifact URIs relative to `root` (default: the working directory) as %SRCROOT%."""
@@ -205,19 +222,7 @@ def sarif_log(findings: list[Finding], errors: list[FileError], target: str, mod
                                                "region": {"startLine": lib_line,
                                                           "endLine": lib_line + finding.library_end_line - finding.library_line}}}]
         if finding.trail:
-            # The call path from the user's line through the library to the hazard: SARIF's
-            # code flow, which code-scanning views step through.
-            def step(path: str, line: int, text: str) -> dict:
-                step_uri, step_base = _artifact_uri(path, root)
-                return {"location": {"message": {"text": text}, "physicalLocation": {
-                    "artifactLocation": {"uri": step_uri, **({"uriBaseId": step_base} if step_base else {})},
-                    "region": {"startLine": line}}}}
-
-            steps = [{"location": {"message": {"text": "the call in the checked code"}, "physicalLocation": location}}]
-            steps += [step(path, line, f"the call in {function}") for _, path, line, function in finding.trail]
-            if finding.library_path:
-                steps.append(step(finding.library_path, finding.library_line, f"the hazard, in {finding.function}"))
-            result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+            result["codeFlows"] = [{"threadFlows": [{"locations": _code_flow(finding, location, root)}]}]
         if properties:
             result["properties"] = properties
         results.append(result)

@@ -23,7 +23,7 @@ from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted, names_in, short_source
 from .rules.base import DEFAULT_MODE
-from .api_entries import torch_only_evidence
+from .evidence import torch_only_evidence
 from .params import all_params as _all_params, body_evidence, positional_params, tensor_evidenced_names
 from .sizes import fixed_tensor, size_of, unpacked_shape_origins
 from .known_values import KnownValues
