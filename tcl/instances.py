@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import syntax_walk
 from .dataflow import field_annotation_kind
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex, named_calls
 from .node_memo import per_node
@@ -658,7 +659,7 @@ def _assignments_of(top: cst.CSTNode, value: cst.CSTNode) -> list[cst.Assign]:
             if node.value is value:
                 found.append(node)
 
-    top.visit(Finder())
+    syntax_walk.run(Finder(), top)
     return found
 
 
@@ -782,7 +783,7 @@ def _built_list(scope: cst.FunctionDef, name: cst.BaseExpression, index: ModuleI
                 value = node.args[0].value
                 found.extend(container_elements(value, index) if func.attr.value == "extend" else [value])
 
-    scope.visit(Builds())
+    syntax_walk.run(Builds(), scope)
     memo[key] = found[:MAX_BUILT_ELEMENTS]
     return memo[key]
 
@@ -1046,7 +1047,7 @@ def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tup
 
 def returned_values(node: cst.FunctionDef) -> list[cst.BaseExpression]:
     visitor = _Returns(node)
-    node.visit(visitor)
+    syntax_walk.run(visitor, node)
     return visitor.values
 
 

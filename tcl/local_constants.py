@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import syntax_walk
 from .branches import BoundNames, target_names
 from .instances import _statements
 from .node_memo import per_node
@@ -129,7 +130,7 @@ def _single_bindings(function: cst.FunctionDef) -> dict[str, tuple[int, cst.Assi
     if not isinstance(body, cst.IndentedBlock):
         return {}
     visitor = _Bindings()
-    body.visit(visitor)
+    syntax_walk.run(visitor, body)
     parameters = {param.name.value for param in all_params(function.params)}
     found: dict[str, tuple[int, cst.Assign]] = {}
     for position, statement in enumerate(body.body):
@@ -173,7 +174,7 @@ def is_generator(function: cst.FunctionDef) -> bool:
                 self.found = True
 
         finder = Finder()
-        function.visit(finder)
+        syntax_walk.run(finder, function)
         return finder.found or function.asynchronous is not None
 
     return per_node(_GENERATORS, function, compute)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from . import torch_facts
+from . import syntax_walk, torch_facts
 from .names import ImportMap, canonical, dotted
 from .node_memo import per_node
 
@@ -481,16 +481,14 @@ def named_calls(node: cst.CSTNode) -> list[tuple[str, cst.Call, bool]]:
     which tcl/params.py and tcl/instances.py read per statement or per def."""
     def compute() -> list[tuple[str, cst.Call, bool]]:
         found: list[tuple[str, cst.Call, bool]] = []
-
-        class Calls(cst.CSTVisitor):
-            def visit_Call(self, call: cst.Call) -> None:
-                func = call.func
-                if isinstance(func, cst.Name):
-                    found.append((func.value, call, False))
-                elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                    found.append((func.attr.value, call, True))
-
-        node.visit(Calls())
+        for call in syntax_walk.nodes(node):
+            if not isinstance(call, cst.Call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Name):
+                found.append((func.value, call, False))
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                found.append((func.attr.value, call, True))
         return found
 
     return per_node(_NAMED_CALLS, node, compute)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import syntax_walk
 from .node_memo import per_node
 
 _EXITS = (cst.Continue, cst.Return, cst.Raise, cst.Break)
@@ -74,11 +75,11 @@ class _Narrowing(cst.CSTVisitor):
 
     def _visit_block_with(self, node: cst.CSTNode, facts: dict) -> None:
         self.scopes.append(dict(facts))
-        node.visit(self)
+        syntax_walk.run(self, node)
         self.scopes.pop()
 
     def visit_If(self, node: cst.If) -> bool:
-        node.test.visit(self)
+        syntax_walk.run(self, node.test)
         self._visit_block_with(node.body, isinstance_tests(node.test))
         if node.orelse is not None:
             self._visit_block_with(node.orelse, _negated(node.test))
@@ -88,15 +89,16 @@ class _Narrowing(cst.CSTVisitor):
         """A block's statements; after `if not isinstance(n, C): continue`, the rest see n: C."""
         pushed = 0
         for statement in statements:
-            statement.visit(self)
+            syntax_walk.run(self, statement)
             if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
                 facts = _negated(statement.test)
                 if facts:
                     self.scopes.append(facts)
                     pushed += 1
-            for name in _bound_names(statement):  # rebound: whatever it holds now, here on
-                for scope in self.scopes:
-                    scope.pop(name, None)
+            if any(self.scopes):  # only a narrowed name can be forgotten: most blocks have none
+                for name in _bound_names(statement):  # rebound: whatever it holds now, here on
+                    for scope in self.scopes:
+                        scope.pop(name, None)
         del self.scopes[len(self.scopes) - pushed:]
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
@@ -111,14 +113,14 @@ class _Narrowing(cst.CSTVisitor):
         facts: dict[str, list[cst.BaseExpression]] = {}
         level = node.for_in
         while level is not None:
-            level.iter.visit(self)
+            syntax_walk.run(self, level.iter)
             for condition in level.ifs:
-                condition.visit(self)
+                syntax_walk.run(self, condition)
                 facts.update(isinstance_tests(condition.test))
             level = level.inner_for_in
         self.scopes.append(facts)
         for element in elements:
-            element.visit(self)
+            syntax_walk.run(self, element)
         self.scopes.pop()
         return False
 
@@ -168,7 +170,7 @@ def _bound_names(statement: cst.CSTNode) -> set[str]:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    statement.visit(Targets())
+    syntax_walk.run(Targets(), statement)
     return names
 
 
@@ -189,7 +191,7 @@ def narrowed_calls(function: cst.FunctionDef) -> dict[int, dict[str, list[cst.Ba
     warm re-check of a script compiling `generate` went here)."""
     def compute() -> dict[int, dict[str, list[cst.BaseExpression]]]:
         visitor = _Narrowing()
-        function.body.visit(visitor)
+        syntax_walk.run(visitor, function.body)
         return visitor.calls
 
     return per_node(_NARROWED, function, compute)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import libcst as cst
 
+from . import syntax_walk
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
 from .evidence import EVIDENCE_KINDS, parameter_evidence, torch_only_evidence
 from .evidence import TENSOR as TENSOR_EVIDENCE
@@ -136,7 +137,7 @@ def _assigned_names(body: cst.CSTNode) -> set[str]:
                 if isinstance(target.target, cst.Name):
                     names.add(target.target.value)
 
-    body.visit(Assigned())
+    syntax_walk.run(Assigned(), body)
     return names
 
 
@@ -494,15 +495,15 @@ def keywords_escape(function: FunctionInfo, name: str, known: KnownKeywords, tru
             decided = truth(node.test) if truth is not None else None
             if decided is None:
                 return True
-            node.test.visit(self)
+            syntax_walk.run(self, node.test)
             live = node.body if decided else node.orelse
             if live is not None:
-                live.visit(self)
+                syntax_walk.run(self, live)
             return False
 
     for i, statement in enumerate(statements):
         uses = Uses()
-        statement.visit(uses)
+        syntax_walk.run(uses, statement)
         if uses.escapes:
             return i
     return len(statements)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import libcst as cst
 
+from . import syntax_walk
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, facts_if, is_own_method_call
@@ -1067,7 +1068,7 @@ def is_state_initialisation(node: cst.If) -> bool:
                 self.found = True
 
     visitor = Fills()
-    node.body.visit(visitor)
+    syntax_walk.run(visitor, node.body)
     return visitor.found
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import syntax_walk
 from ..dataflow import META_ATTRIBUTES, META_METHODS, TORCH_META_FUNCTIONS, Kind, constant_kind, is_tensor
 from ..names import dotted
 from .base import Example, Rule
@@ -64,7 +65,7 @@ def _assignments(body: cst.CSTNode, top_level_only: bool) -> dict[str, list[cst.
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             record(node)
 
-    body.visit(Collector())
+    syntax_walk.run(Collector(), body)
     return found
 
 
@@ -836,7 +837,7 @@ def _free_names(function: cst.Lambda) -> list[cst.Name]:
             names.append(name)
 
         def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            attribute.value.visit(self)  # `.shape` is an attribute name, not a variable
+            syntax_walk.run(self, attribute.value)  # `.shape` is an attribute name, not a variable
             return False
 
         def visit_Lambda(self, inner: cst.Lambda) -> bool:
@@ -845,7 +846,7 @@ def _free_names(function: cst.Lambda) -> list[cst.Name]:
         def visit_CompFor(self, comp: cst.CompFor) -> None:
             bound.update(n.value for n in _target_names(comp.target))
 
-    function.body.visit(Names())
+    syntax_walk.run(Names(), function.body)
     return [name for name in names if name.value not in bound]
 
 
