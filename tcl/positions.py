@@ -39,8 +39,17 @@ def function_ranges(module: cst.Module, source: str, functions, tree=None) -> di
     sink = _RangeSink()
     starts = _ast_def_starts(source, tree)
     slow_tops: set[int] = set()
+    done: set[int] = set()
     for function in functions:
-        if not _function_ranges(module, function, starts, sink):
+        # A nested def (`method.<locals>.helper`) is not in `starts`: the def holding it is, and
+        # its ranges cover the nested one, instead of the whole class it sits in.
+        outermost = function
+        while outermost.enclosing is not None:
+            outermost = outermost.enclosing
+        if id(outermost.node) in done:
+            continue
+        done.add(id(outermost.node))
+        if not _function_ranges(module, outermost, starts, sink):
             slow_tops.add(id(function.top))
     if slow_tops:
         sink._computed.update(statement_ranges(module, slow_tops))
