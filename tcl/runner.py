@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
+import gc
 import os
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -98,6 +100,7 @@ def _init_worker(config: Config, project: ProjectScan, timeout: float | None = N
                  checked: frozenset[str] | None = None) -> None:
     global _WORKER_ANALYZER, _WORKER_TIMEOUT
     _quiet_about_checked_code()
+    gc.set_threshold(*COLLECTION_THRESHOLDS)  # a worker process of tcl's own: for its lifetime
     _WORKER_ANALYZER = Analyzer(config, project)
     _WORKER_ANALYZER.checked = checked
     _WORKER_TIMEOUT = timeout
@@ -226,9 +229,28 @@ def run(
 ) -> RunResult:
     """Check every file under `paths`. `cache`: a tcl.cache.Cache (None: no cache);
     `file_timeout`: wall-clock seconds one file's reading and analysis may take (None: no limit)."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), fewer_collections():
         _quiet_about_checked_code()
         return _run(paths, config, jobs, root, cache, file_timeout)
+
+
+# Python's cycle collector runs every 700 new objects and, every so often, walks every object
+# alive. A check keeps whole libcst trees alive (the parsed files other files call into) and
+# makes millions of short-lived nodes, so that walk is paid over and over: a fifth of a cold
+# check of torch/nn and torch/_dynamo (53.6 -> 42.6 s CPU with these thresholds, the findings
+# identical). mypy collects this rarely for the same reason.
+COLLECTION_THRESHOLDS = (200_000, 30, 30)
+
+
+@contextlib.contextmanager
+def fewer_collections():
+    """The cycle collector at COLLECTION_THRESHOLDS for the duration; restored after."""
+    previous = gc.get_threshold()
+    gc.set_threshold(*COLLECTION_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 def _quiet_about_checked_code() -> None:
