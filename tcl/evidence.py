@@ -33,12 +33,11 @@ Nested functions, lambdas and classes are their own scopes and are not read.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 
 import libcst as cst
 
-from . import torch_facts
+from . import syntax_walk, torch_facts
 from .dataflow import Kind
 
 TENSOR, NUMBER, STRING, OBJECT = "tensor", "number", "string", "object"
@@ -76,9 +75,10 @@ def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, s
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        kind = type(node)  # libcst's node classes are concrete and final: `is`, not isinstance()
+        if kind is cst.Call and type(node.func) is cst.Attribute:
             called.add(id(node.func))
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        if kind is cst.Attribute and type(node.value) is cst.Name:
             attr = node.attr.value
             if tensor_use(node, tensor_attributes, tensor_methods, called):
                 note(node.value, TENSOR)
@@ -87,23 +87,23 @@ def parameter_evidence(body: cst.CSTNode, names: set[str], index) -> dict[str, s
             elif attr in python_attributes:
                 note(node.value, STRING if attr in STRING_METHODS and attr not in ("count", "index") else
                      NUMBER if attr == "is_integer" else OBJECT)
-        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        elif kind is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             note(node.left, TENSOR)
             note(node.right, TENSOR)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and index.qualify(node.func) == "builtins.range":
+        elif kind is cst.Call and type(node.func) is cst.Name and index.qualify(node.func) == "builtins.range":
             for arg in node.args:
                 for operand in _int_operands(arg.value):
                     note(operand, NUMBER)
-        elif isinstance(node, cst.Comparison):
+        elif kind is cst.Comparison:
             _compare_evidence(node, note)
-        elif isinstance(node, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-            if not isinstance(node, cst.Assert):
+        elif kind is cst.If or kind is cst.While or kind is cst.IfExp or kind is cst.Assert:
+            if kind is not cst.Assert:
                 note(node.test, OBJECT)
             for comparison in _tested_comparisons(node.test):
                 _size_comparison_evidence(comparison, note)
-        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        elif kind is cst.UnaryOperation and type(node.operator) is cst.Not:
             note(node.expression, OBJECT)
-        elif isinstance(node, cst.BooleanOperation):
+        elif kind is cst.BooleanOperation:
             note(node.left, OBJECT)
             note(node.right, OBJECT)
         stack.extend(_children(node))
@@ -194,24 +194,13 @@ def _is_string(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
 
 
-_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _children(node: cst.CSTNode):
-    """The child nodes, from the dataclass fields (libcst's `.children` runs a visitor per
-    node, which made this read ~17% of a whole `tcl check`); nested scopes left out."""
-    fields = _NODE_FIELDS.get(type(node))
-    if fields is None:
-        fields = _NODE_FIELDS[type(node)] = tuple(
-            f.name for f in dataclasses.fields(node) if not f.name.startswith(("whitespace", "lpar", "rpar"))
-        )
-    for name in fields:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, SCOPES):
-                yield value
-        elif isinstance(value, (tuple, list)):
-            yield from (v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, SCOPES))
+    """The child nodes, nested scopes left out (tcl/syntax_walk.py: from the dataclass fields,
+    without libcst's visitor, which made this read ~17% of a whole `tcl check`)."""
+    return [child for child in syntax_walk.children(node) if type(child) not in SCOPE_TYPES]
+
+
+SCOPE_TYPES = frozenset(SCOPES)  # concrete classes: compared by type, not isinstance()
 
 
 _SURE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
@@ -243,12 +232,13 @@ def _torch_only_evidence(function) -> set[str]:
     stack: list[cst.CSTNode] = [function.node.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        kind = type(node)
+        if kind is cst.Call and type(node.func) is cst.Attribute:
             called.add(id(node.func))
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        if kind is cst.Attribute and type(node.value) is cst.Name:
             if node.value.value in names and tensor_use(node, only_tensor, facts.tensor_methods, called):
                 found.add(node.value.value)
-        elif isinstance(node, cst.Call) and node.args and index is not None:
+        elif kind is cst.Call and node.args and index is not None:
             first = node.args[0]
             if (first.keyword is None or first.keyword.value == "input") and first.star == "" \
                     and isinstance(first.value, cst.Name) and first.value.value in names \

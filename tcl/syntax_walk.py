@@ -40,11 +40,14 @@ SOURCE_ORDER: dict[type, tuple[str, ...]] = {
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
+# Fields that hold only trivia in every node type that has them: not even read.
+TRIVIA_FIELDS = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after_decorators", "comma")
+
 
 def _child_fields(node_type: type) -> tuple[str, ...]:
     fields = _FIELDS.get(node_type)
     if fields is None:
-        names = [field.name for field in dataclasses.fields(node_type)]
+        names = [field.name for field in dataclasses.fields(node_type) if not field.name.startswith(TRIVIA_FIELDS)]
         order = SOURCE_ORDER.get(node_type)
         if order is not None:
             names = [name for name in order if name in names] + [name for name in names if name not in order]
@@ -52,16 +55,43 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+# What a field's value is, by its type: isinstance() against libcst's classes goes through
+# ABCMeta.__instancecheck__ (a Python call each time: with these checks, two thirds of the walk),
+# a dict lookup by type does not.
+SKIP, NODE, SEQUENCE = 0, 1, 2
+_KINDS: dict[type, int] = {}
+
+
+def value_kind(value_type: type) -> int:
+    """SKIP (trivia, None, a str, a sentinel), NODE or SEQUENCE, once per type."""
+    kind = _KINDS.get(value_type)
+    if kind is None:
+        if issubclass(value_type, cst.CSTNode):
+            kind = SKIP if issubclass(value_type, TRIVIA) else NODE
+        else:
+            kind = SEQUENCE if issubclass(value_type, (tuple, list)) else SKIP
+        _KINDS[value_type] = kind
+    return kind
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that are not trivia, in source order."""
     found: list[cst.CSTNode] = []
+    kinds = _KINDS
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, TRIVIA):
-                found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode) and not isinstance(item, TRIVIA))
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = value_kind(type(value))
+        if kind == NODE:
+            found.append(value)
+        elif kind == SEQUENCE:
+            for item in value:
+                kind = kinds.get(type(item))
+                if kind is None:
+                    kind = value_kind(type(item))
+                if kind == NODE:
+                    found.append(item)
     return found
 
 
