@@ -117,6 +117,9 @@ class ModuleIndex:
     installed: bool = False  # a file of an installed package, read with --follow-imports
     # Facts a rule reads from the whole file once (`tcl.rules.counters`), by the rule's key.
     file_facts: dict = field(default_factory=dict)
+    # id(expression) -> (expression, qualify()'s answer): rules and the walker ask again and
+    # again for the same names (a million times in a check of torch/nn + torch/_dynamo)
+    qualified: dict = field(default_factory=dict, repr=False, compare=False)
 
     def file_fact(self, key: str, compute):
         """`compute(tree)` over this file's `ast` tree (the parse's own, else parsed here),
@@ -134,7 +137,12 @@ class ModuleIndex:
         return self.file_facts[key]
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
-        return canonical(self.imports.qualify(node, self.local_defs))
+        kept = self.qualified.get(id(node))
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        name = canonical(self.imports.qualify(node, self.local_defs))
+        self.qualified[id(node)] = (node, name)  # the index keeps the node: its id stays its own
+        return name
 
 
 def decorator_names(node: cst.FunctionDef | cst.ClassDef, imports: ImportMap) -> tuple[str, ...]:
