@@ -58,26 +58,27 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 # What a field's value is, by its type: isinstance() against libcst's classes goes through
 # ABCMeta.__instancecheck__ (a Python call each time: with these checks, two thirds of the walk),
 # a dict lookup by type does not.
-SKIP, NODE, SEQUENCE = 0, 1, 2
-_KINDS: dict[type, int] = {}
+OTHER, NODE, SEQUENCE, TRIVIA_NODE = 0, 1, 2, 3
+VALUE_KINDS: dict[type, int] = {}
 
 
 def value_kind(value_type: type) -> int:
-    """SKIP (trivia, None, a str, a sentinel), NODE or SEQUENCE, once per type."""
-    kind = _KINDS.get(value_type)
+    """NODE, TRIVIA_NODE, SEQUENCE (a tuple or list) or OTHER (None, a str, a sentinel), once
+    per type."""
+    kind = VALUE_KINDS.get(value_type)
     if kind is None:
         if issubclass(value_type, cst.CSTNode):
-            kind = SKIP if issubclass(value_type, TRIVIA) else NODE
+            kind = TRIVIA_NODE if issubclass(value_type, TRIVIA) else NODE
         else:
-            kind = SEQUENCE if issubclass(value_type, (tuple, list)) else SKIP
-        _KINDS[value_type] = kind
+            kind = SEQUENCE if issubclass(value_type, (tuple, list)) else OTHER
+        VALUE_KINDS[value_type] = kind
     return kind
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that are not trivia, in source order."""
     found: list[cst.CSTNode] = []
-    kinds = _KINDS
+    kinds = VALUE_KINDS
     for name in _child_fields(type(node)):
         value = getattr(node, name)
         kind = kinds.get(type(value))
