@@ -77,21 +77,28 @@ def value_kind(value_type: type) -> int:
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children that are not trivia, in source order."""
+    return field_nodes(node, _child_fields(type(node)))
+
+
+def field_nodes(node: cst.CSTNode, fields: tuple[str, ...], trivia: bool = False) -> list[cst.CSTNode]:
+    """The nodes `node` holds in `fields`, in that order (the nodes of a sequence field in
+    turn); trivia too when `trivia` is true."""
     found: list[cst.CSTNode] = []
     kinds = VALUE_KINDS
-    for name in _child_fields(type(node)):
+    also = TRIVIA_NODE if trivia else NODE
+    for name in fields:
         value = getattr(node, name)
         kind = kinds.get(type(value))
         if kind is None:
             kind = value_kind(type(value))
-        if kind == NODE:
+        if kind == NODE or kind == also:
             found.append(value)
         elif kind == SEQUENCE:
             for item in value:
                 kind = kinds.get(type(item))
                 if kind is None:
                     kind = value_kind(type(item))
-                if kind == NODE:
+                if kind == NODE or kind == also:
                     found.append(item)
     return found
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import libcst as cst
 
 from . import syntax_walk
-from .syntax_walk import NODE, SEQUENCE, TRIVIA_NODE, VALUE_KINDS, value_kind
+from .syntax_walk import field_nodes
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, facts_if, is_own_method_call
@@ -569,21 +569,9 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
                     exc.tcl_rule, exc.tcl_node = type(rule), node
                 raise
         if plan.visit is None or plan.visit(self, node) is not False:
-            kinds = VALUE_KINDS  # by type, not isinstance() against libcst's ABCs (tcl/syntax_walk.py)
-            for name in plan.fields:
-                value = getattr(node, name)
-                kind = kinds.get(type(value))
-                if kind is None:
-                    kind = value_kind(type(value))
-                if kind == NODE or kind == TRIVIA_NODE:
-                    self.walk(value)
-                elif kind == SEQUENCE:
-                    for item in value:
-                        kind = kinds.get(type(item))
-                        if kind is None:
-                            kind = value_kind(type(item))
-                        if kind == NODE or kind == TRIVIA_NODE:
-                            self.walk(item)
+            # by type, not isinstance() against libcst's ABCs (tcl/syntax_walk.py)
+            for child in field_nodes(node, plan.fields, trivia=True):
+                self.walk(child)
         if plan.leave is not None:
             plan.leave(self, node)
         self.stack.pop()
