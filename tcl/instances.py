@@ -57,6 +57,7 @@ class InstanceResolver:
         self._nested_defs: dict[tuple, tuple] = {}  # (def node, receiver, name) -> (node, FunctionInfo)
         self._calls_in_progress: set[int] = set()  # calls being resolved: `a = b(); b = a()`
         self._arguments_in_progress: set[tuple] = set()  # parameters being bound from call sites
+        self._attributes_in_progress: set[tuple] = set()  # (class id, attr): `self.a = self.b`, `self.b = self.a`
         self._bound_methods: dict[tuple, FunctionInfo] = {}  # CallResolver.bind's copies
         self._candidates: dict[tuple, list] = {}  # CallResolver._candidate_targets
         self._narrowed: dict[int, tuple] = {}  # def node id -> (node, narrowing.narrowed_calls)
@@ -200,6 +201,16 @@ class InstanceResolver:
         in one branch, `Dense(...)` in the other): a call on the attribute may run any."""
         if owner is None or owner.index is None:
             return []
+        key = (id(owner), attr)
+        if key in self._attributes_in_progress:  # assigned from itself, through other attributes:
+            return []  # each pass restarted at depth 2, until Python's recursion limit
+        self._attributes_in_progress.add(key)
+        try:
+            return self._attribute_classes(owner, attr)
+        finally:
+            self._attributes_in_progress.discard(key)
+
+    def _attribute_classes(self, owner: ClassInfo, attr: str) -> list[ClassInfo]:
         out = []
         for holder in self._mro(owner):
             init = self.bind(self.method_of(holder, "__init__"), owner if owner is not holder else None)

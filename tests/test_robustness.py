@@ -847,3 +847,31 @@ def test_fuzzed_fixes_never_crash():
         assert outcome.kind not in fuzz.CRASH_KINDS, (outcome.signature, outcome.detail, source)
         kinds.append(outcome.kind)
     assert "fix-changed" in kinds  # the slice reaches the fixers, not only the parser
+
+
+def test_attributes_assigned_from_each_other_are_analysed(tmp_path):
+    # `self.first = self.second`, `self.second = self.first`: asking which class self.first
+    # holds asked it again, each time at the same depth, until Python's recursion limit (two
+    # files of torch.fx were "internal error: expression nesting too deep to analyse")
+    path = tmp_path / "holder.py"
+    path.write_text(textwrap.dedent('''\
+        import torch
+        from torch import nn
+
+
+        class Holder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.first = self.second
+                self.second = self.first
+
+            def swap(self):
+                self.first, self.second = self.second, self.first
+
+            def forward(self, x):
+                print(x)
+                return self.first.run(x)
+    '''))
+    result = runner.run([str(path)], Config(torch_version="2.13"), jobs=1)
+    assert result.all_errors == []
+    assert [(f.code, f.line) for f in result.findings] == [("TCL101", 15)]
