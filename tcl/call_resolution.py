@@ -25,6 +25,7 @@ import re
 
 import libcst as cst
 
+from . import syntax_walk
 from .instances import (InstanceResolver, _bindings, _function_binding, assigned_values, module_binding,
                         rebound_values, returned_values)
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
@@ -612,21 +613,13 @@ def _name_parts(node: cst.BaseExpression) -> list[str | None] | None:
 def _returned_tables(getter: FunctionInfo) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]]:
     """`return TABLE[key]` / `return TABLE.get(key)` in a property getter: (TABLE, key)."""
     tables = []
-
-    class Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is getter.node  # not into nested functions
-
-        def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
-            if isinstance(value, cst.Subscript):
-                index = value.slice[0].slice if len(value.slice) == 1 else None
-                tables.append((value.value, index.value if isinstance(index, cst.Index) else None))
-            elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-                  and value.func.attr.value == "get"):
-                tables.append((value.func.value, value.args[0].value if value.args else None))
-
-    getter.node.visit(Returns())
+    for value in returned_values(getter.node):  # not those of nested functions
+        if isinstance(value, cst.Subscript):
+            index = value.slice[0].slice if len(value.slice) == 1 else None
+            tables.append((value.value, index.value if isinstance(index, cst.Index) else None))
+        elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+              and value.func.attr.value == "get"):
+            tables.append((value.func.value, value.args[0].value if value.args else None))
     return tables
 
 
@@ -687,7 +680,7 @@ def class_named_attributes(owner: ClassInfo) -> frozenset[str]:
         found: set[str] = set()
         for method in owner.methods.values():
             reads = Reads()
-            method.node.visit(reads)
+            syntax_walk.run(reads, method.node)
             if reads.names_class:
                 found |= reads.assigned
         return frozenset(found)

@@ -92,9 +92,6 @@ class Analyzer:
         self.settled: dict = {}  # (helper node id, argument kinds) -> (node, FunctionResult)
         self._ranges: dict[int, tuple] = {}  # another file's function node id -> (node, positions)
         self._noqas: dict[int, tuple] = {}  # another file's index id -> (index, NoqaMap)
-        # path -> (source, module, python tree) of another file parsed because traced code
-        # called into it: when that file is checked in turn, its parse is taken from here
-        self._foreign_parses: dict[str, tuple] = {}
         # `tcl fix`: functions of a file that other files' compiled code reaches, as entries of
         # that file's own analysis (real path -> qualname -> (parameter kinds, reached from)).
         self.reached_entries: dict[str, dict[str, tuple[dict, tuple[str, ...]]]] = {}
@@ -127,9 +124,11 @@ class Analyzer:
                 and not self.entries_for(path)):
             report.skipped = True
             return report
-        parsed = self._foreign_parses.pop(path, None) if self.memo is None else None
-        if parsed is not None and parsed[0] == source:
-            module, problem, tree = parsed[1], None, parsed[2]
+        # A file traced code called into was parsed then: its own check takes that parse (not
+        # with the language server's edit memo, which parses statement by statement).
+        loaded = self.project.loaded(path) if self.memo is None else None
+        if loaded is not None and loaded.source == source:
+            module, problem, tree = loaded.module, None, loaded.python_tree
         else:
             module, problem, tree = parse_source(path, source, self.memo.statements if self.memo else None)
         if module is None:
@@ -268,10 +267,6 @@ class Analyzer:
         except SourceError:
             return None  # reported when that file itself is checked
         module, problem, tree = parse_source(path, source)  # the same crash guards as the file's own check
-        if module is not None and self.memo is None:
-            if len(self._foreign_parses) >= FOREIGN_PARSES_KEPT:
-                self._foreign_parses.pop(next(iter(self._foreign_parses)))
-            self._foreign_parses[path] = (source, module, tree)
         if module is None:
             if self.installed is not None and name not in self.project.paths and path not in self._installed_reported:
                 # A broken installed package: said once, and calls into it are not followed.
@@ -513,10 +508,6 @@ def _message(candidate: Candidate, hidden: int = 0) -> tuple[str, str]:
         note += f" (Dynamo cannot resume after it: the rest of {candidate.function.qualname}() runs eagerly{later})"
     return message, note
 
-
-# Parses of other files kept for their own check (Analyzer._foreign_parses): as many as the
-# project keeps loaded indexes, whose trees stay alive anyway.
-FOREIGN_PARSES_KEPT = 256
 
 # libcst's native parser recurses once per nesting level; what it cannot take is refused first by
 # tcl.guards.refusal. The one shape CPython keeps flat but libcst nests that tcl still parses is

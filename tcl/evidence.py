@@ -34,6 +34,7 @@ Nested functions, lambdas and classes are their own scopes and are not read.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Iterable
 
 import libcst as cst
 
@@ -225,7 +226,7 @@ def _torch_only_evidence(function) -> set[str]:
     if facts is None:
         return set()
     only_tensor = facts.tensor_attributes - facts.shared_attributes
-    names = _param_names(function.node.params)
+    names = {param.name.value for param in all_params(function.node.params)}
     index = function.index
     found: set[str] = set()
     called: set[int] = set()  # `p.attr` nodes that are called: a Call is popped before its func
@@ -248,7 +249,12 @@ def _torch_only_evidence(function) -> set[str]:
     return found
 
 
-def _param_names(params: cst.Parameters) -> set[str]:
-    named = [*params.posonly_params, *params.params, *params.kwonly_params]
-    named += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return {p.name.value for p in named}
+def all_params(params: cst.Parameters) -> Iterable[cst.Param]:
+    """Every parameter of a signature: positional-only, plain, keyword-only, *args, **kwargs."""
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    if isinstance(params.star_arg, cst.Param):
+        yield params.star_arg
+    if params.star_kwarg is not None:
+        yield params.star_kwarg

@@ -17,7 +17,7 @@ import libcst as cst
 
 from . import syntax_walk
 from .dataflow import Kind, annotation_kind, constant_kind, is_tensor, join
-from .evidence import EVIDENCE_KINDS, parameter_evidence, torch_only_evidence
+from .evidence import EVIDENCE_KINDS, all_params, parameter_evidence, torch_only_evidence
 from .evidence import TENSOR as TENSOR_EVIDENCE
 from .kinds import SELF
 from .module_index import FunctionInfo, named_calls
@@ -25,15 +25,6 @@ from .module_index import FunctionInfo, named_calls
 if TYPE_CHECKING:
     from .walker import CallSite
 
-
-def all_params(params: cst.Parameters) -> Iterable[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
-    if isinstance(params.star_arg, cst.Param):
-        yield params.star_arg
-    if params.star_kwarg is not None:
-        yield params.star_kwarg
 
 
 def entry_param_kinds(function: FunctionInfo) -> dict[str, Kind]:

@@ -211,6 +211,11 @@ class Project:
             self._loaded[module_name] = self._load(path, module_name)
         return self._loaded[module_name]
 
+    def loaded(self, path: str):
+        """The index already loaded for the file at `path` (traced code called into it), or None."""
+        index = self._loaded.get(module_name_of(path))
+        return index if index is not None and index.path == path else None
+
     def find(self, qualname: str, depth: int = 0):
         """The FunctionInfo or ClassInfo a qualified name denotes in the checked tree, or None.
 

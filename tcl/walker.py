@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, NamedTuple
 import libcst as cst
 
 from . import syntax_walk
-from .syntax_walk import field_nodes
 from .dataflow import Kind, is_tensor, join
 from .frame_skips import CONDITIONAL as _CONDITIONAL, RESUMABLE_CONTEXTS, ancestor_ids, skip_scope
 from .guard_facts import assigned_attributes, facts_if, is_own_method_call
@@ -570,7 +569,7 @@ class FunctionWalker(KnownValues, cst.CSTVisitor):
                 raise
         if plan.visit is None or plan.visit(self, node) is not False:
             # by type, not isinstance() against libcst's ABCs (tcl/syntax_walk.py)
-            for child in field_nodes(node, plan.fields, trivia=True):
+            for child in syntax_walk.field_nodes(node, plan.fields, trivia=True):
                 self.walk(child)
         if plan.leave is not None:
             plan.leave(self, node)
