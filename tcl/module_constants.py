@@ -17,6 +17,7 @@ import ast
 import libcst as cst
 
 from .module_index import FunctionInfo, ModuleIndex
+from .python_nodes import nodes_of
 
 _LITERAL_TYPES = (bool, int, float, str, type(None))
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -50,7 +51,7 @@ def _constants(tree: ast.Module) -> dict[str, object]:
     for node in _module_scope(tree.body):
         for name in _bound_names(node):
             bindings.setdefault(name, []).append(node)
-    declared_global = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    declared_global = {name for node in nodes_of(tree, ast.Global) for name in node.names}
     out: dict[str, object] = {}
     for name, nodes in bindings.items():
         if len(nodes) != 1 or name in declared_global:

@@ -83,3 +83,56 @@ def test_the_collector_thresholds_hold_for_the_run_and_are_restored(tmp_path):
         gc.set_threshold = original  # type: ignore[assignment]
     assert seen[0] == COLLECTION_THRESHOLDS
     assert gc.get_threshold() == before
+
+
+STATE_SOURCE = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    STATS = {"calls": 0}
+    SEEN = set()
+
+    class Meter:
+        pass
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.meter = Meter()
+            self.steps = 0
+            self.cache = []
+
+        class Inner:
+            def __init__(self):
+                self.meter = Meter()
+
+    def make():
+        global SEEN
+        return dict(step=0)
+''')
+
+
+def test_file_facts_share_one_walk_of_the_tree(monkeypatch):
+    # Five facts read every node of a file's `ast` tree; they share one walk (tcl/python_nodes.py).
+    import ast
+
+    from tcl import module_constants
+    from tcl.rules import containers, counters, specialisation
+
+    tree = ast.parse(STATE_SOURCE)
+    walks = []
+    walk = ast.walk
+
+    def counting(node):
+        if node is tree:
+            walks.append(node)
+        return walk(node)
+
+    monkeypatch.setattr(ast, "walk", counting)
+    # A class built only as state, in the innermost class that holds each `self.x = C()`.
+    assert counters._state_instances(tree) == {"Meter": frozenset({"Outer", "Inner"}), "set": frozenset({"<global>"})}
+    assert counters._int_initialised(tree) == (frozenset({"calls", "step"}), frozenset({"steps"}))
+    assert specialisation._hashed_names(tree) == (frozenset({"STATS", "SEEN"}), frozenset())
+    assert containers._containers_initialised(tree) == (frozenset({"cache"}), frozenset())
+    assert "SEEN" not in module_constants._constants(tree)  # declared global in make()
+    assert len(walks) == 1

@@ -21,6 +21,8 @@ def _containers_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     """(self attributes, module-level names) this file sets to an empty list/dict/deque."""
     import ast
 
+    from ..python_nodes import nodes_of
+
     def empty(node) -> bool:
         if isinstance(node, (ast.List, ast.Dict)) and not getattr(node, "elts", getattr(node, "keys", None)):
             return True
@@ -32,8 +34,8 @@ def _containers_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and empty(node.value):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and empty(node.value):
+    for node in nodes_of(tree, ast.Assign):
+        if empty(node.value):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                     attrs.add(target.attr)

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..dataflow import Kind, is_tensor
 from ..frame_skips import ancestors, parent_map
+from ..python_nodes import nodes_of
 from .base import Example, Rule
 from .recompiles import live_nodes
 
@@ -38,22 +39,22 @@ def _int_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
                 yield target, node.value
 
     keys, attrs = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target, value in pairs(node):
-                if not is_int(value):
-                    continue
-                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
-                        and isinstance(target.slice.value, str):
-                    keys.add(target.slice.value)
-                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
-                    attrs.add(target.attr)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+    for node in nodes_of(tree, ast.Assign):
+        for target, value in pairs(node):
+            if not is_int(value):
+                continue
+            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+                    and isinstance(target.slice.value, str):
+                keys.add(target.slice.value)
+            elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                attrs.add(target.attr)
+    for node in nodes_of(tree, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "dict":
             keys.update(k.arg for k in node.keywords if k.arg and is_int(k.value))
-        elif isinstance(node, ast.Dict):
-            keys.update(k.value for k, v in zip(node.keys, node.values)
-                        if isinstance(k, ast.Constant) and isinstance(k.value, str) and is_int(v))
+    for node in nodes_of(tree, ast.Dict):
+        keys.update(k.value for k, v in zip(node.keys, node.values)
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str) and is_int(v))
     return frozenset(keys), frozenset(attrs)
 
 
@@ -69,20 +70,33 @@ def _state_instances(tree) -> dict[str, frozenset[str]]:
 
     calls: dict[str, int] = {}
     stateful: dict[str, list[str]] = {}
-    holders = {id(node): cls.name for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
-               for node in ast.walk(cls)}  # innermost last: a nested class overwrites its outer one
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+    for node in nodes_of(tree, ast.Call):
+        if isinstance(node.func, ast.Name):
             calls[node.func.id] = calls.get(node.func.id, 0) + 1
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Name):
+    classes = nodes_of(tree, ast.ClassDef)
+    top_level = {id(node) for node in tree.body}
+    for node in nodes_of(tree, ast.Assign):
+        if len(node.targets) == 1 and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
             target = node.targets[0]
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
-                    and id(node) in holders:
-                stateful.setdefault(node.value.func.id, []).append(holders[id(node)])
-            elif isinstance(target, ast.Name) and node in tree.body:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                holder = _innermost_class(node, classes)
+                if holder is not None:
+                    stateful.setdefault(node.value.func.id, []).append(holder)
+            elif isinstance(target, ast.Name) and id(node) in top_level:
                 stateful.setdefault(node.value.func.id, []).append(GLOBAL_HOLDER)
     return {name: frozenset(where) for name, where in stateful.items() if calls.get(name) == len(where)}
+
+
+def _innermost_class(statement, classes) -> str | None:
+    """The name of the innermost class whose body holds `statement`: of the classes whose lines
+    hold it, the one that starts last (a nested class starts inside its outer one; classes that
+    are not nested do not overlap)."""
+    inner = None
+    for cls in classes:
+        if cls.lineno <= statement.lineno <= cls.end_lineno and statement is not cls \
+                and (inner is None or cls.lineno > inner.lineno):
+            inner = cls
+    return inner.name if inner is not None else None
 
 
 GLOBAL_HOLDER = "<global>"

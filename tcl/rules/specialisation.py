@@ -45,6 +45,8 @@ def _hashed_names(tree) -> tuple[frozenset[str], frozenset[str]]:
     """(module-level names, self attributes) this file binds to a set or dict."""
     import ast
 
+    from ..python_nodes import nodes_of
+
     def hashed(value) -> bool:
         if isinstance(value, (ast.Set, ast.Dict, ast.SetComp, ast.DictComp)):
             return True
@@ -59,8 +61,8 @@ def _hashed_names(tree) -> tuple[frozenset[str], frozenset[str]]:
         if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None and hashed(statement.value):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and hashed(node.value):
+    for node in [*nodes_of(tree, ast.Assign), *nodes_of(tree, ast.AnnAssign)]:
+        if node.value is not None and hashed(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             attrs.update(t.attr for t in targets if isinstance(t, ast.Attribute)
                          and isinstance(t.value, ast.Name) and t.value.id == "self")
