@@ -57,6 +57,9 @@ class EditMemo:
     node_texts: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)  # id(node) -> its code
     statement_facts: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)  # -> _statement_facts
     compile_calls: dict = field(default_factory=dict)  # for module_index.collect_compile_calls
+    # FunctionInfo made from another (a method bound to a subclass, a nested def): key ->
+    # (what it was made from, the copy), so walks of it are found again (`derived`)
+    derived_functions: dict[tuple, tuple] = field(default_factory=dict)
     walked = 0  # walks run (misses) and reused (hits), for tests and the benchmark
     reused = 0
 
@@ -83,6 +86,29 @@ class EditMemo:
                 if _same_function(old, info):
                     old.top, old.index, old.owner = info.top, index, cls
                     cls.methods[name] = old
+
+    def derived(self, key: tuple, made_from: tuple, make):
+        """The FunctionInfo `make()` builds from the objects `made_from` (its own first): last
+        check's object for `key` while it was made from the same objects, refreshed from its
+        source (adopt() moves an unchanged function into the new index), else a new one. A
+        method bound to a subclass and a nested def are made afresh by every analysis; without
+        this their walks, kept by identity, would never be found again, nor those of their
+        callers (a `call` question's answer names them)."""
+        if len(self.derived_functions) > MAX_FUNCTIONS:
+            self.derived_functions.clear()
+        kept = self.derived_functions.get(key)
+        if kept is not None and len(kept[0]) == len(made_from) and all(a is b for a, b in zip(kept[0], made_from)):
+            copy = kept[1]
+            if copy is not None:
+                fresh = make()
+                if fresh is None or fresh.node is not copy.node:
+                    self.derived_functions[key] = (made_from, fresh)
+                    return fresh
+                copy.__dict__.update(fresh.__dict__)
+            return copy
+        made = make()
+        self.derived_functions[key] = (made_from, made)
+        return made
 
     # -- walks ------------------------------------------------------------------------------
     def facts(self, index: ModuleIndex) -> str:

@@ -564,7 +564,13 @@ class InstanceResolver:
         cache = self._nested_defs
         key = (id(function.node), id(function.receiver), name)
         if key not in cache:
-            cache[key] = (function.node, nested_function(function, name))
+            memo = self.analyzer.memo if function.index is self.index else None
+            if memo is not None:  # an editor's re-check: last check's FunctionInfo, if still the same
+                nested = memo.derived(("nested", id(function), name), (function, function.node),
+                                      lambda: nested_function(function, name))
+            else:
+                nested = nested_function(function, name)
+            cache[key] = (function.node, nested)
         return cache[key][1]
 
     def candidate_classes(self, expr: cst.BaseExpression, function: FunctionInfo | None,

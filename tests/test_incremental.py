@@ -113,3 +113,36 @@ def test_an_edit_that_changes_what_a_callee_returns_reaches_its_caller():
     warm.memo = EditMemo()
     for text in (before, after, before):
         assert findings(warm.check_source(text, "m.py")) == findings(Analyzer(config).check_source(text, "m.py"))
+
+
+INHERITED = (
+    "import torch\nfrom torch import nn\n\n"
+    "class Base(nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        def inner(y):\n            return y.sum()\n"
+    "        if inner(x) > 0:\n            return self.scale(x)\n"
+    "        return x\n\n"
+    "    def scale(self, x):\n        return x * 2\n\n"
+    "class Child(Base):\n"
+    "    def scale(self, x):\n        print(x)\n        return x * 3\n\n"
+    "def unrelated(a):\n    return a\n"
+)
+
+
+def test_an_inherited_method_and_a_nested_def_are_not_walked_again_after_an_unrelated_edit():
+    # Child runs Base.forward as a copy bound to Child, and forward calls its nested def: both
+    # are FunctionInfo made by each analysis, which the memo keeps (EditMemo.derived).
+    config = Config(torch_version="2.13")
+    warm = Analyzer(config)
+    warm.memo = EditMemo()
+    texts = [INHERITED, INHERITED.replace("return a\n", "return a + 1\n"),
+             INHERITED.replace("print(x)\n", "x = x + 0\n")]
+    walked = []
+    for text in texts:
+        before = warm.memo.walked
+        assert findings(warm.check_source(text, "m.py")) == findings(Analyzer(config).check_source(text, "m.py"))
+        walked.append(warm.memo.walked - before)
+    assert walked[0] > 0
+    assert walked[1] == 0  # nothing a walk read changed
+    assert walked[2] > 0  # Child.scale changed: it and its callers are walked again
+    assert any(f.code == "TCL101" for f in warm.check_source(texts[0], "m.py").findings)
