@@ -213,10 +213,16 @@ def _settled(test: cst.BaseExpression, outcome: bool, truth) -> dict[str, tuple[
 
 
 def settled_text(node: cst.BaseExpression) -> str:
-    """The key of a settled operand: its source on one line, without outer parentheses."""
-    if getattr(node, "lpar", None):
-        node = node.with_changes(lpar=(), rpar=())
-    return " ".join(source_text(node).split())
+    """The key of a settled operand: its source on one line, without outer parentheses (once
+    per node: a test's operands are asked for again at every test after it)."""
+    def compute() -> str:
+        bare = node.with_changes(lpar=(), rpar=()) if getattr(node, "lpar", None) else node
+        return " ".join(source_text(bare).split())
+
+    return per_node(_SETTLED_TEXTS, node, compute)
+
+
+_SETTLED_TEXTS: dict[int, tuple] = {}
 
 
 # Calls that answer the same twice in a row: metadata of a tensor, Python's type tests.

@@ -10,7 +10,7 @@ import enum
 
 import libcst as cst
 
-from .names import dotted
+from .names import dotted, string_value
 
 
 class Kind(enum.Enum):
@@ -153,7 +153,8 @@ def field_annotation_kind(annotation: cst.Annotation) -> Kind | None:
 
 def _annotation_text(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.SimpleString):
-        return node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+        value = string_value(node)
+        return value if isinstance(value, str) else ""
     if isinstance(node, (cst.Name, cst.Attribute)):
         return dotted(node) or ""
     if isinstance(node, cst.Subscript):
@@ -168,8 +169,11 @@ def _annotation_text(node: cst.BaseExpression) -> str:
     return ""
 
 
+# Exact types (libcst's node classes are final): a set lookup, not isinstance() per class.
+_CONSTANT_TYPES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                             cst.Ellipsis})
+
+
 def constant_kind(node: cst.BaseExpression) -> bool:
-    return isinstance(
-        node,
-        (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis),
-    ) or (isinstance(node, cst.Name) and node.value in ("True", "False", "None"))
+    node_type = type(node)
+    return node_type in _CONSTANT_TYPES or (node_type is cst.Name and node.value in ("True", "False", "None"))

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import ast
 
+from .python_nodes import nodes_of
+
 # setting -> what it keeps in the graph (shown by `tcl fix` and in docs)
 KNOWN = {
     "capture_scalar_outputs": ".item(), float(t), int(t) and sizes read from data stay in the graph "
@@ -90,7 +92,7 @@ def settings_in_file(index) -> frozenset[str]:
 
 def settings_in_tree(tree: ast.AST) -> frozenset[str]:
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes_of(tree, ast.Import, ast.ImportFrom):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -100,7 +102,7 @@ def settings_in_tree(tree: ast.AST) -> frozenset[str]:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     found = set()
     reordered: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes_of(tree, ast.Call, ast.AugAssign, ast.Assign):  # what _added_to and the loop read
         reordered.update(_added_to(node, aliases, (REORDERABLE,)))
         found.update(ignored_logging(name) for name in _added_to(node, aliases, IGNORED_LOGGING_NAMES))
         if not isinstance(node, ast.Assign) or not (isinstance(node.value, ast.Constant) and node.value.value is True):

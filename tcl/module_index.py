@@ -243,9 +243,10 @@ def _index_class(node: cst.ClassDef, top: cst.CSTNode, index: ModuleIndex) -> No
             info.methods[method.name] = method
 
 
-class _StatementScanner(cst.CSTVisitor):
+class _StatementScanner:
     """Visits statements only: expressions are never descended into, which is what makes
-    these scans cheap next to a full traversal."""
+    these scans cheap next to a full traversal. `scan(node)` walks as `node.visit()` would,
+    without libcst's rebuilding of every container it passes (tcl/syntax_walk.py)."""
 
     CONTAINERS = (
         cst.Module, cst.BaseCompoundStatement, cst.BaseSuite, cst.Else, cst.ExceptHandler,
@@ -264,6 +265,12 @@ class _StatementScanner(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if isinstance(original_node, cst.ClassDef):
             self.leave_class(original_node)
+
+    def scan(self, node: cst.CSTNode) -> None:
+        if self.on_visit(node):
+            for child in syntax_walk.children(node):
+                self.scan(child)
+        self.on_leave(node)
 
     def handle(self, small: cst.BaseSmallStatement) -> None:
         raise NotImplementedError
@@ -315,7 +322,7 @@ def _collect_self_attributes(info: ClassInfo) -> None:
     # such as `_init_layers`. Methods are scanned in order, so __init__'s assignment wins.
     scanner = _SelfAttributeScanner(info._attributes, info._buffers)
     for method in info.methods.values():
-        method.node.body.visit(scanner)
+        scanner.scan(method.node.body)
 
 
 def _index_small_statement(small: cst.BaseSmallStatement, index: ModuleIndex, owner) -> None:
@@ -469,7 +476,7 @@ def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | N
         scanner = _CompileCallScanner(index)
         for statement in module.body:
             scanner.top = statement
-            statement.visit(scanner)
+            scanner.scan(statement)
         return
     if len(memo) > 20_000:
         memo.clear()
@@ -477,7 +484,7 @@ def collect_compile_calls(module: cst.Module, index: ModuleIndex, memo: dict | N
         kept = memo.get(id(statement))
         if kept is None or kept[0] is not statement:
             calls: list = []
-            statement.visit(_CompileCallScanner(index, calls))
+            _CompileCallScanner(index, calls).scan(statement)
             kept = memo[id(statement)] = (statement, calls)
         for call, owner, scope in kept[1]:
             _record_compile_target(call, index, index.classes.get(owner) if owner else None, scope, statement)

@@ -25,6 +25,15 @@ def source_text(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def string_value(node: cst.SimpleString) -> str | bytes:
+    """`node.evaluated_value` without a parse for a plain literal ('abc', "abc": no prefix, no
+    backslash, not triple-quoted): libcst's evaluated_value runs ast.literal_eval every time."""
+    raw = node.value
+    if raw[0] in "'\"" and "\\" not in raw and not raw.startswith(("'''", '"""')):
+        return raw[1:-1]
+    return node.evaluated_value
+
+
 def int_literal(node: cst.BaseExpression) -> int | None:
     """The value of an int literal, `3` or `-1`; None for anything else."""
     if isinstance(node, cst.Integer):

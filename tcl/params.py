@@ -21,6 +21,7 @@ from .evidence import EVIDENCE_KINDS, all_params, parameter_evidence, torch_only
 from .evidence import TENSOR as TENSOR_EVIDENCE
 from .kinds import SELF
 from .module_index import FunctionInfo, named_calls
+from .names import string_value
 
 if TYPE_CHECKING:
     from .walker import CallSite
@@ -282,7 +283,12 @@ def literal_value(node: cst.BaseExpression):
     string; None for anything else."""
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return True, {"True": True, "False": False, "None": None}[node.value]
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+    if isinstance(node, cst.SimpleString):
+        try:
+            return True, string_value(node)
+        except (ValueError, SyntaxError):
+            return None
+    if isinstance(node, (cst.Integer, cst.Float)):
         try:
             return True, node.evaluated_value
         except (ValueError, SyntaxError):
