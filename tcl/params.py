@@ -250,13 +250,17 @@ def helper_param_kinds(function: FunctionInfo, sites: list[CallSite], filled: se
     for i, param in enumerate(positional + list(params.kwonly_params)):
         name = param.name.value
         seen: Kind | None = None
+        by_position = i < len(positional) and positional[i] is param
+        default: Kind | None = None  # what a site that leaves the parameter out passes, read once
         for args, keywords, *_ in sites:
             if name in keywords:
                 site_kind = keywords[name]
-            elif i < len(args) and param in positional:
+            elif by_position and i < len(args):
                 site_kind = args[i]
             else:
-                site_kind = _param_kind(param, default_kind=Kind.UNKNOWN) if param.default is not None else Kind.UNKNOWN
+                if default is None:
+                    default = _param_kind(param, default_kind=Kind.UNKNOWN) if param.default is not None else Kind.UNKNOWN
+                site_kind = default
             seen = site_kind if seen is None else join(seen, site_kind)
         if seen is None or seen == Kind.UNKNOWN:
             # No evidence from the callers: what the signature promises (annotations are often
