@@ -91,6 +91,7 @@ STATE_SOURCE = textwrap.dedent('''
 
     STATS = {"calls": 0}
     SEEN = set()
+    torch._dynamo.config.capture_scalar_outputs = True
 
     class Meter:
         pass
@@ -113,10 +114,10 @@ STATE_SOURCE = textwrap.dedent('''
 
 
 def test_file_facts_share_one_walk_of_the_tree(monkeypatch):
-    # Five facts read every node of a file's `ast` tree; they share one walk (tcl/python_nodes.py).
+    # Six facts read every node of a file's `ast` tree; they share one walk (tcl/python_nodes.py).
     import ast
 
-    from tcl import module_constants
+    from tcl import dynamo_settings, module_constants
     from tcl.rules import containers, counters, specialisation
 
     tree = ast.parse(STATE_SOURCE)
@@ -135,4 +136,5 @@ def test_file_facts_share_one_walk_of_the_tree(monkeypatch):
     assert specialisation._hashed_names(tree) == (frozenset({"STATS", "SEEN"}), frozenset())
     assert containers._containers_initialised(tree) == (frozenset({"cache"}), frozenset())
     assert "SEEN" not in module_constants._constants(tree)  # declared global in make()
+    assert dynamo_settings.settings_in_tree(tree) == {"capture_scalar_outputs"}
     assert len(walks) == 1
