@@ -34,7 +34,7 @@ from .noqa import NoqaMap
 from .positions import function_ranges, statement_ranges
 from .rules import selected_rules
 from .installed import hierarchy as installed_hierarchy
-from .walker import Candidate
+from .walker_findings import Candidate
 
 # Text that every file torch.compile can trace must contain; anything else is skipped unparsed.
 PREFILTER_WORDS = ("torch", "forward")  # `compile` alone would admit every re.compile() file

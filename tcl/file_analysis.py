@@ -27,7 +27,8 @@ from .summaries import CallSiteReturns
 from .params import (agreed_literals, all_params, constant_params, crossed_params, entry_constants, entry_param_kinds,
                      fixed_params, helper_param_kinds, sized_params, tuple_params)
 from .local_constants import MAX_HELPER_STATEMENTS, TRANSPARENT_DECORATORS, falls_off_end, is_generator, joined_literal
-from .walker import Candidate, FunctionResult, FunctionWalker
+from .walker import FunctionResult, FunctionWalker
+from .walker_findings import Candidate
 
 if TYPE_CHECKING:
     from .engine import Analyzer

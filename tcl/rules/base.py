@@ -139,7 +139,7 @@ class Rule:
     @classmethod
     def holds_under(cls, settings: frozenset[str], removed_by: frozenset[str] | None = None) -> bool:
         """Whether the rule's hazard exists when the program turns on `settings` (`removed_by`:
-        a finding's own, where it narrows the rule's: walker.Candidate.removed_by)."""
+        a finding's own, where it narrows the rule's: walker_findings.Candidate.removed_by)."""
         removed = cls.removed_by if removed_by is None else removed_by
         return not (removed & settings) and cls.needs_settings <= settings
 
