@@ -26,8 +26,8 @@ import re
 import libcst as cst
 
 from . import syntax_walk
-from .instances import (InstanceResolver, _bindings, _function_binding, assigned_values, module_binding,
-                        rebound_values, returned_values)
+from .bindings import _bindings, _function_binding, assigned_values, module_binding, rebound_values, returned_values
+from .instances import InstanceResolver
 from .module_index import ClassInfo, FunctionInfo, ModuleIndex
 from .narrowing import narrowed_calls
 from .node_memo import per_node

@@ -26,7 +26,7 @@ import libcst as cst
 from . import entries as entries_module
 from .dataflow import Kind
 from .entry_calls import compiled_call_literals
-from .instances import constant_index, container_elements, returned_values
+from .bindings import constant_index, container_elements, returned_values
 from .module_index import FunctionInfo
 from .params import entry_param_kinds
 

@@ -22,7 +22,7 @@ import libcst as cst
 
 from . import syntax_walk
 from .branches import BoundNames, target_names
-from .instances import _statements
+from .bindings import _statements
 from .node_memo import per_node
 from .params import all_params
 

@@ -23,7 +23,7 @@ import libcst as cst
 
 from .. import torch_facts
 from ..dataflow import Kind
-from ..instances import module_binding
+from ..bindings import module_binding
 from ..names import dotted
 from .base import Example, Rule
 
