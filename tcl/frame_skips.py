@@ -21,6 +21,8 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
+from . import syntax_walk
+
 # Context managers Dynamo resumes a break inside (it knows how to re-enter them); each measured on
 # 2.13. A break in `with torch.device(...)` skips the frame.
 RESUMABLE_CONTEXTS = frozenset({
@@ -72,11 +74,12 @@ def skip_scope(stack: Sequence[cst.CSTNode], resumable: Callable[[cst.With], boo
 
 
 def parent_map(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
-    """id of each node under `root` -> its parent."""
+    """id of each node under `root` -> its parent (whitespace and punctuation left out: no
+    expression or statement sits under them; libcst's `node.children` visits, which rebuilds)."""
     parents, stack = {}, [root]
     while stack:
         node = stack.pop()
-        for child in node.children:
+        for child in syntax_walk.children(node):
             parents[id(child)] = node
             stack.append(child)
     return parents

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..dataflow import Kind, is_tensor
 from ..frame_skips import ancestors, parent_map
+from ..node_memo import per_node
 from ..python_nodes import nodes_of
 from .base import Example, Rule
 from .recompiles import live_nodes
@@ -186,10 +187,19 @@ def _counter(target: cst.BaseExpression, ctx) -> Counter | None:
     return None
 
 
+def _code(node: cst.CSTNode) -> str:
+    """The node's source, made once per node: a counter is compared by its text with every
+    expression of its type in the function, at each update the rule looks at."""
+    return per_node(_CODES, node, lambda: cst.Module([]).code_for_node(node))
+
+
+_CODES: dict[int, tuple] = {}
+
+
 def _reads(node: cst.BaseExpression, target: cst.BaseExpression) -> bool:
     """Whether `node` is integer arithmetic on `target` (`(self.i + n) % m`): an update that
     changes the value every call; a call around it (`max(self.w, n)`) may settle, so no."""
-    code = cst.Module([]).code_for_node
+    code = _code
     wanted = code(target)
     stack = [node]
     while stack:
@@ -455,7 +465,7 @@ def fn(x):
         recompile names that line (`if self.calls % self.rate == 0:` before `self.calls += 1`;
         measured on 2.13, tests/test_guard_facts.py). Once per counter and function: a later
         update adds no guard of its own."""
-        code = cst.Module([]).code_for_node
+        code = _code
         wanted = code(target)
         first = None
         parents = parent_map(ctx.function.node.body)
