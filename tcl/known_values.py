@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from . import syntax_walk
 from .assume import assumed_truth
 from .branches import settled_text
 from .guard_facts import _decide, constant_truth, decided_by, keyword_value
@@ -188,7 +189,7 @@ class KnownValues:
                     while stack:
                         current = stack.pop()
                         self._statement_of[id(current)] = position
-                        stack.extend(current.children)
+                        stack.extend(syntax_walk.children(current))
         return self._statement_of.get(id(node))
 
     def module_constants(self) -> dict:

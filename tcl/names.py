@@ -10,6 +10,8 @@ import builtins
 
 import libcst as cst
 
+from . import syntax_walk
+
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 # Logging as TCL104 and its fix see it: `logger.debug(...)` on a name that looks like a logger.
@@ -154,5 +156,5 @@ def names_in(node: cst.CSTNode) -> set[str]:
         elif isinstance(current, cst.Attribute):
             stack.append(current.value)
         else:
-            stack.extend(current.children)
+            stack.extend(syntax_walk.children(current))
     return found

@@ -140,12 +140,33 @@ def run(visitor: cst.CSTVisitor, root: cst.CSTNode) -> None:
     """`root.visit(visitor)` for a visitor that only collects in `visit_<Node>` methods (one
     returning False skips what is below the node, as with libcst), without rebuilding the
     tree. Trivia are not offered to the visitor."""
-    if not _only_visits(type(visitor)):
-        raise TypeError(f"{type(visitor).__name__} has leave_ or field methods: use node.visit()")
+    visitor_type = type(visitor)
+    if not _only_visits(visitor_type):
+        raise TypeError(f"{visitor_type.__name__} has leave_ or field methods: use node.visit()")
+    # libcst's on_visit looks `visit_<Node>` up by name on every node; the lookup is kept per
+    # node type (per class for module-level classes; a class made per call may close over
+    # that call's locals, so its methods are looked up again for each run).
+    custom = visitor_type.on_visit is not cst.CSTVisitor.on_visit
+    if "<locals>" in visitor_type.__qualname__:
+        methods: dict = {}
+    else:
+        methods = _VISIT_METHODS.setdefault(visitor_type, {})
     stack = [root]
     while stack:
         node = stack.pop()
-        if visitor.on_visit(node):
+        if custom:
+            go = visitor.on_visit(node)
+        else:
+            node_type = type(node)
+            method = methods.get(node_type, _UNKNOWN)
+            if method is _UNKNOWN:
+                method = methods[node_type] = getattr(visitor_type, "visit_" + node_type.__name__, None)
+            go = method is None or method(visitor, node) is not False
+        if go:
             below = children(node)
             below.reverse()
             stack.extend(below)
+
+
+_VISIT_METHODS: dict[type, dict] = {}  # visitor class -> node type -> its visit_<Node> or None
+_UNKNOWN = object()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from . import syntax_walk
 from .branches import target_names
 from .dataflow import is_tensor
 from .evidence import torch_only_evidence
@@ -212,7 +213,7 @@ class FindingReports:
                 return text, None, "local"
             if isinstance(current, (cst.Lambda, cst.FunctionDef)):
                 continue
-            stack.extend(reversed([c for c in current.children if isinstance(c, cst.CSTNode)]))
+            stack.extend(reversed(syntax_walk.children(current)))
         if first_call is not None:
             return f"{dotted(first_call.func)}()", None, "call"
         return None
