@@ -3,9 +3,8 @@
 Some rules read a fact from every node of a file's `ast` tree: which `self.` attributes and
 string keys hold ints (TCL501), which classes are built only as long-lived state, which names
 hold sets or empty containers, which names a function declares `global`, which Dynamo settings
-the file turns on. Each fact walked the
-whole tree on its own, about a third of an editor's re-check of a 1.6k-line file (every edit
-gives a new tree). `nodes_of(tree, T)` walks the tree once, keeps its nodes by their exact type
+the file turns on. Each fact walked the whole tree on its own, about a third of an editor's
+re-check of a 1.6k-line file (every edit gives a new tree). `nodes_of(tree, T)` walks the tree once, keeps its nodes by their exact type
 in `ast.walk` order (on the tree itself, so they live as long as it does), and hands each fact
 only the node types it reads.
 """
@@ -15,6 +14,7 @@ from __future__ import annotations
 import ast
 
 _KEPT = "_tcl_nodes_by_type"
+_ALL = object  # the key of every node, in walk order (no node's type is `object`)
 
 
 def nodes_of(tree: ast.AST, *node_types: type) -> list[ast.AST]:
@@ -33,6 +33,3 @@ def nodes_of(tree: ast.AST, *node_types: type) -> list[ast.AST]:
         return by_type.get(node_types[0], [])
     wanted = set(node_types)
     return [node for node in by_type[_ALL] if type(node) in wanted]
-
-
-_ALL = object  # the key of every node, in walk order (no node's type is `object`)
