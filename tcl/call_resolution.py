@@ -511,12 +511,8 @@ class CallResolver(InstanceResolver):
         copies = self._bound_methods
         key = (id(method.node), id(receiver))
         if key not in copies:
-            memo = self.analyzer.memo if method.index is self.index else None
-            if memo is not None:  # an editor's re-check: last check's copy, if still the same
-                copies[key] = memo.derived(("bound", id(method), id(receiver.node)), (method, receiver.node),
-                                           lambda: dataclasses.replace(method, receiver=receiver))
-            else:
-                copies[key] = dataclasses.replace(method, receiver=receiver)
+            copies[key] = self.made_once(method, ("bound", id(method), id(receiver.node)), (method, receiver.node),
+                                         lambda: dataclasses.replace(method, receiver=receiver))
         return copies[key]
 
     def _submodule_forward(self, owner: ClassInfo, attr: str) -> FunctionInfo | None:

@@ -567,14 +567,17 @@ class InstanceResolver:
         cache = self._nested_defs
         key = (id(function.node), id(function.receiver), name)
         if key not in cache:
-            memo = self.analyzer.memo if function.index is self.index else None
-            if memo is not None:  # an editor's re-check: last check's FunctionInfo, if still the same
-                nested = memo.derived(("nested", id(function), name), (function, function.node),
-                                      lambda: nested_function(function, name))
-            else:
-                nested = nested_function(function, name)
+            nested = self.made_once(function, ("nested", id(function), name), (function, function.node),
+                                    lambda: nested_function(function, name))
             cache[key] = (function.node, nested)
         return cache[key][1]
+
+    def made_once(self, source: FunctionInfo, key: tuple, made_from: tuple, make):
+        """`make()`: a FunctionInfo built from `source` (bound to a subclass, a nested def). In
+        an editor's re-check of `source`'s file, last check's object while it is built from the
+        same objects (EditMemo.derived), so the walks kept for it are found again."""
+        memo = self.analyzer.memo if source.index is self.index else None
+        return memo.derived(key, made_from, make) if memo is not None else make()
 
     def candidate_classes(self, expr: cst.BaseExpression, function: FunctionInfo | None,
                           index: ModuleIndex) -> list[ClassInfo]:

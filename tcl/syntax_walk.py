@@ -44,10 +44,24 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 TRIVIA_FIELDS = ("whitespace", "lpar", "rpar", "leading_lines", "lines_after_decorators", "comma")
 
 
+def declared_fields(node_type: type) -> tuple[str, ...]:
+    """The node type's dataclass fields in their declared order, without the fields that hold
+    only trivia (a walk in declared order: tcl/rules/recompiles.py `live_nodes`)."""
+    fields = _DECLARED.get(node_type)
+    if fields is None:
+        fields = _DECLARED[node_type] = tuple(
+            field.name for field in dataclasses.fields(node_type) if not field.name.startswith(TRIVIA_FIELDS))
+    return fields
+
+
+_DECLARED: dict[type, tuple[str, ...]] = {}
+
+
 def _child_fields(node_type: type) -> tuple[str, ...]:
+    """declared_fields in source order."""
     fields = _FIELDS.get(node_type)
     if fields is None:
-        names = [field.name for field in dataclasses.fields(node_type) if not field.name.startswith(TRIVIA_FIELDS)]
+        names = list(declared_fields(node_type))
         order = SOURCE_ORDER.get(node_type)
         if order is not None:
             names = [name for name in order if name in names] + [name for name in names if name not in order]

@@ -4,12 +4,11 @@ TCL501, the counters compiled code moves on every call, is tcl/rules/counters.py
 
 from __future__ import annotations
 
-import dataclasses
-
 import libcst as cst
 
 from .. import syntax_walk
 from ..dataflow import Kind, is_tensor
+from ..evidence import SCOPE_TYPES
 from ..module_index import COMPILE_NAMES, is_false
 from ..names import dotted
 from .base import Example, Rule
@@ -107,26 +106,10 @@ def live_nodes(body: cst.CSTNode, index):
                 if live is not None:
                     stack.append(live)
                 continue
-        children = syntax_walk.field_nodes(node, _fields_in_order(type(node)))
-        stack.extend(
-            child for child in reversed(children)
-            if type(child) not in _OWN_SCOPES
-        )
-
-
-_OWN_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_FIELD_ORDER: dict[type, tuple[str, ...]] = {}
-
-
-def _fields_in_order(node_type: type) -> tuple[str, ...]:
-    """The node type's dataclass fields, in their declared order (what `live_nodes` has always
-    walked: its callers take the first of several matches), without the fields that hold only
-    whitespace and punctuation (tcl/syntax_walk.py; no caller looks for those)."""
-    fields = _FIELD_ORDER.get(node_type)
-    if fields is None:
-        fields = _FIELD_ORDER[node_type] = tuple(
-            f.name for f in dataclasses.fields(node_type) if not f.name.startswith(syntax_walk.TRIVIA_FIELDS))
-    return fields
+        # Declared field order (what live_nodes has always walked: its callers take the first
+        # of several matches), without whitespace and punctuation, which no caller looks for.
+        children = syntax_walk.field_nodes(node, syntax_walk.declared_fields(type(node)))
+        stack.extend(child for child in reversed(children) if type(child) not in SCOPE_TYPES)
 
 
 def _bound_names(nodes) -> set[str]:
