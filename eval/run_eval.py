@@ -799,9 +799,10 @@ def main(argv=None):
         "dtype=float32, device=cpu), one tcl run per mode; none: one run without assumptions",
     )
     parser.add_argument(
-        "--split", choices=("dev", "dev2", "heldout", "heldout2", "heldout3", "all"), default="dev",
+        "--split", choices=("dev", "dev2", "dev3", "heldout", "heldout2", "heldout3", "all"), default="dev",
         help="which part of the corpus to score (eval/corpus/__init__.py SPLITS): dev (default; "
-        "the part tcl is tuned on), dev2 (a second development part, scored apart from dev), "
+        "the part tcl is tuned on), dev2 and dev3 (a second and a third development part, each "
+        "scored apart from dev), "
         "heldout (only to measure), heldout2 and heldout3 (a second and "
         "a third held-back part, only to measure), or all (each split scored apart)",
     )

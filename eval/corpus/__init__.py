@@ -22,6 +22,8 @@ apart from the other splits.  "heldout3" is a third held-back part of eight more
 the same way in session 9 by someone who never read tcl's findings on it.  "dev2" is a second
 development part of five more libraries, added in session 12: tcl may be tuned on it too, but it is
 scored apart from "dev" so that dev's figures stay comparable with earlier sessions'.
+"dev3" is a third development part of five more libraries, added in session 39, tunable and scored
+apart from "dev" and "dev2" in the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ SPLITS = {
     "demucs": "dev2",          # demucs: Demucs / HDemucs / HTDemucs source separation on short clips
     "torchani": "dev2",        # torchani: AEV computer, ANI networks, energies and forces
     "pykeen": "dev2",          # pykeen: knowledge-graph embedding models' scoring and training losses
+    # dev3: tune here too, scored apart from dev and dev2 (added in session 39)
+    "ncps": "dev3",            # ncps: liquid time-constant (LTC) and CfC recurrent networks, NCP wirings, cells
+    "pytorch_tcn": "dev3",     # pytorch-tcn: temporal convolutional networks, causal convs, streaming inference
+    "reformer": "dev3",        # reformer-pytorch: LSH attention, reversible layers, LMs, encoder-decoder, generation
+    "pfrl": "dev3",            # pfrl: RL Q-functions, policies, PPO / DQN / SAC losses, observation normalization
+    "pykan": "dev3",           # pykan: Kolmogorov-Arnold networks (KAN / MultKAN) forwards, losses, grid updates
     # heldout: measure only
     "piq": "heldout",          # image quality metrics and losses
     "peft": "heldout",         # adapters (LoRA, ...) over transformers models
