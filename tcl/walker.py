@@ -696,6 +696,10 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
             values = None
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 values = [el.value for el in value.elements]
+            # `batch_size, seq_len = x.size(0), x.size(1)`: each name holds its own expression,
+            # as after two assignments (not where one element is starred, nor for a swap, whose
+            # right side reads the names the left rebinds).
+            origins = values if values is not None and _plain_parallel(target, value) else None
             returned = self._returned_elements(value, len(elements))
             if returned is None and isinstance(value, cst.Name) and len(self.tuple_env.get(value.value, ())) == len(elements):
                 returned = self.tuple_env[value.value]
@@ -707,7 +711,7 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
                 element_kind = self.kind(values[i]) if values else (returned[i] if returned else kind)
                 if element_kind == Kind.BOOL_TENSOR and values is None:
                     element_kind = Kind.TENSOR
-                self._bind_target(element, element_kind)
+                self._bind_target(element, element_kind, origins[i] if origins is not None else None)
                 if isinstance(element, cst.Name) and element.value in shape:
                     self.origins[element.value] = shape[element.value]  # `b, n, d = x.shape`
         elif isinstance(target, cst.StarredElement):
@@ -843,3 +847,14 @@ def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
     from .module_index import DISABLE_NAMES, decorator_names
 
     return any(name in DISABLE_NAMES for name in decorator_names(node, index.imports))
+
+
+def _plain_parallel(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`a, b = e1, e2` with no starred element on either side and no `e` reading a name the
+    left side binds (`a, b = b, a`)."""
+    from .names import names_in
+
+    if any(isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)):
+        return False
+    bound = {el.value.value for el in target.elements if isinstance(el.value, cst.Name)}
+    return not any(bound & names_in(el.value) for el in value.elements)

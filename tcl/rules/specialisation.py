@@ -375,6 +375,18 @@ def fn(x):
         Example('''
 import torch
 
+@torch.compile
+def fn(x):
+    # each name holds its own element, as after two assignments (ncps' CfC and LTC cells)
+    batch_size, seq_len = x.size(0), x.size(1)
+    outputs = []
+    for t in range(seq_len):  # BREAK
+        outputs.append(x[:, t] * batch_size)
+    return torch.stack(outputs, 1)
+''', calls=SHAPES),
+        Example('''
+import torch
+
 BUCKETS = [4, 8, 16, 32]
 
 def bucket_of(seq_len):
