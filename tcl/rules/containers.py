@@ -3,8 +3,9 @@
 Dynamo guards on the length of a list or dict it reads from a module attribute or a module
 global. Code that appends to one inside the compiled region (`self.captured.append(out)` in a
 hook, `CACHE.append(x)`) changes that length on every call, so the next call fails the guard.
-Only containers the file creates empty (`self.captured = []`, `SEEN = {}`) are reported, and not
-when the function rebuilds the container before growing it.
+Only containers the file creates empty (`self.captured = []`, `SEEN = {}`, `deque(maxlen=N)`) are
+reported, on an nn.Module or any other object whose method compiled code runs, and not when the
+function rebuilds the container before growing it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ def _containers_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     def empty(node) -> bool:
         if isinstance(node, (ast.List, ast.Dict)) and not getattr(node, "elts", getattr(node, "keys", None)):
             return True
-        return (isinstance(node, ast.Call) and not node.args and not node.keywords
-                and isinstance(node.func, (ast.Name, ast.Attribute))
-                and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("list", "dict", "deque"))
+        if not (isinstance(node, ast.Call) and not node.args and isinstance(node.func, (ast.Name, ast.Attribute))):
+            return False
+        name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        # `deque(maxlen=1000)` starts empty too: its length grows with every call until maxlen
+        keywords = {k.arg for k in node.keywords}
+        return name in ("list", "dict", "deque") and (not keywords or (name == "deque" and keywords == {"maxlen"}))
 
     attrs, names = set(), set()
     for node in tree.body:
@@ -60,12 +64,15 @@ class GrowingContainer(Rule):
     category = "recompile"
     persistent = True
     rationale = (
-        "Dynamo guards on the length of a list or dict it reads from a module or a global. "
+        "Dynamo guards on the length of a list, dict or deque it reads from a module, any other "
+        "object or a global. "
         "Appending to `self.cache` (or a module-level list) inside compiled code changes that "
         "length on every call, so the next call fails the guard and compiles again. Measured "
         "on torch 2.13, six calls: 6 compilations (one per call) for `self.cache.append(...)`, "
         "a module-level `G.append(...)` and `self.seen[len(self.seen)] = ...`; 1 when the list "
-        "is rebuilt at the start of each call."
+        "is rebuilt at the start of each call. The same for a `collections.deque(maxlen=N)` on "
+        "a plain object whose bound method is compiled (an RL agent's loss recording its Q "
+        "values): a recompile on every call until the deque is full or the recompile limit."
     )
     VALID = [Example('''
 import torch
@@ -102,7 +109,21 @@ SEEN = []
 def fn(x):
     SEEN.append(x.shape)  # BREAK
     return x * 2
-''')]
+'''), Example('''
+import collections
+import torch
+
+class Agent:
+    def __init__(self):
+        self.q_record = collections.deque(maxlen=1000)
+
+    def compute_loss(self, q_values):
+        self.q_record.extend(q_values.detach().cpu().numpy().ravel())  # BREAK
+        return q_values.mean()
+
+agent = Agent()
+loss = torch.compile(agent.compute_loss)
+''', entry="loss")]
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         _note_rebinding(node, ctx)
@@ -116,8 +137,10 @@ def fn(x):
         attrs, names = (index.file_fact("empty-containers", _containers_initialised) if index else None) or ((), ())
         if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
                 and receiver.value.value == "self":
+            # An nn.Module or any other object whose method compiled code runs (measured on 2.13:
+            # an agent's `self.q_record.extend(...)` in its compiled loss recompiles every call)
             owner = ctx.function.owner
-            if owner is None or not owner.is_module or receiver.attr.value not in attrs:
+            if owner is None or receiver.attr.value not in attrs:
                 return
             if _rebound_before(ctx, receiver):
                 return
