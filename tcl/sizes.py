@@ -43,7 +43,7 @@ from .params import all_params
 
 SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 # Inside int()/math.ceil()/math.floor() a true division of a size is still integer-valued.
-_DIVIDING = SIZE_OPERATORS + (cst.Divide,)
+DIVIDING = SIZE_OPERATORS + (cst.Divide,)
 _WRAPPERS = frozenset({"builtins.int", "math.ceil", "math.floor", "builtins.abs", "builtins.round"})
 _MIN_MAX = frozenset({"builtins.min", "builtins.max"})
 # Factories whose result has the sizes given as arguments: constant arguments, fixed sizes.
@@ -165,7 +165,7 @@ def fixed_tensor(node: cst.BaseExpression, ctx, depth: int = 0, rebinding: str |
                     (_constant(v) and not _minus_one(v)) or _fixed_size(v, ctx, depth) for v in values)
             finally:
                 _VIEWS_IN_PROGRESS.discard(id(node))
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _DIVIDING + (cst.Power,)):
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, DIVIDING + (cst.Power,)):
         operands = (node.left, node.right)
         return any(not _scalar_operand(o) for o in operands) and all(
             _scalar_operand(o) or fixed_tensor(o, ctx, depth + 1, rebinding) for o in operands)
@@ -508,7 +508,7 @@ def size_of(node: cst.BaseExpression, ctx, depth: int = 0, operators=SIZE_OPERAT
                 return None  # a rank, or a count of elements: not a size of the inputs
             return _dim_size(positional[0], 0, ctx)
         if qualname in _WRAPPERS and positional:
-            return size_of(positional[0], ctx, depth + 1, _DIVIDING)
+            return size_of(positional[0], ctx, depth + 1, DIVIDING)
         if qualname in _MIN_MAX and len(positional) >= 2:
             # `min(seq_len, self.max_len)`: still the size whenever it is the smaller one.
             sizes = [s for s in (size_of(a, ctx, depth + 1) for a in positional) if s is not None]

@@ -2,12 +2,13 @@
 
 After a size first changes, Dynamo makes it symbolic and stops recompiling for new values --
 unless Python code needs the size as a concrete int: as the key of a dict or list lookup, as
-the argument of `list.index()`, or as a Python loop's trip count. Each of those guards on the
-exact value, so every new size compiles again until the recompile limit (8), after which the
-frame runs eagerly. Measured on torch 2.13 with four shapes (2, 4), (2, 8), (2, 16), (2, 32),
-default mode, counting each frame's compilations (tcl.verify.compile_trace): a recompile on every
-call after the automatic-dynamic one for each use below; none for arithmetic, views,
-comparisons, `if size % 8 == 0`, `assert list(x.size()) == [b, t, 4]` or `if n == 8:`.
+the argument of `list.index()`, as a Python loop's trip count, or as a quotient tested with
+`.is_integer()`. Each of those guards on the exact value, so every new size compiles again
+until the recompile limit (8), after which the frame runs eagerly. Measured on torch 2.13 with
+four shapes (2, 4), (2, 8), (2, 16), (2, 32), default mode, counting each frame's compilations
+(tcl.verify.compile_trace): a recompile on every call after the automatic-dynamic one for each
+use below; none for arithmetic, views, comparisons, `if size % 8 == 0` (but `(size /
+8).is_integer()` recompiles), `assert list(x.size()) == [b, t, 4]` or `if n == 8:`.
 `str(size)` does not recompile: once the size is symbolic it breaks the graph instead (the
 resumed frame then compiles once more, automatic-dynamic), so it is not reported here.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..dataflow import is_tensor
-from ..sizes import Size, fixed_tensor, size_of, whole_shape
+from ..sizes import DIVIDING, Size, fixed_tensor, size_of, whole_shape
 from .base import Example, Rule
 
 SHAPES = "[(torch.randn(2, 4),), (torch.randn(2, 8),), (torch.randn(2, 16),), (torch.randn(2, 32),)]"
@@ -36,6 +37,19 @@ def changing_size(node: cst.BaseExpression, ctx) -> Size | None:
 
 def is_size(node: cst.BaseExpression, ctx) -> bool:
     return changing_size(node, ctx) is not None
+
+
+def _quotient_of_size(node: cst.BaseExpression, ctx) -> cst.BaseExpression | None:
+    """`seqlen / multiple` (or a name bound to it) where seqlen is a changing size: `.is_integer()`
+    of that float needs its exact value (measured on 2.13: a recompile on every new length,
+    guard `(x.size()[1] / 4) == 2.0`; `seqlen % multiple == 0` stays symbolic)."""
+    if isinstance(node, cst.Name):
+        node = ctx.origins.get(node.value, node)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        size = size_of(node, ctx, operators=DIVIDING)
+        if size is not None and size.varies is not False:
+            return node
+    return None
 
 
 _HASHED_BUILDERS = frozenset({"set", "frozenset", "dict", "defaultdict", "OrderedDict", "Counter"})
@@ -250,7 +264,8 @@ class SizeSpecialisedByPython(Rule):
         "a Python loop's trip count (statement or comprehension), as the length of a Python "
         "list (`list(range(n))`, `[0.0] * n`), as the number of chunks of `t.chunk(n)`, as "
         "the key of dict.get()/setdefault(), or inside a key: a tuple of sizes or a string "
-        "made from one (`cache[f\"{h}x{w}\"]`, `cache.setdefault((b, n), v)`). Each "
+        "made from one (`cache[f\"{h}x{w}\"]`, `cache.setdefault((b, n), v)`), or as a "
+        "quotient tested with `(n / k).is_integer()` (`n % k == 0` stays symbolic). Each "
         "guards on the value. A size is `t.shape[i]`, `t.size(i)`, `len(t)` of a tensor, a "
         "name or a helper's parameter bound to one, and their integer arithmetic, int(), "
         "math.ceil/floor and min/max (tcl/sizes.py). Not reported: sizes of parameters and "
@@ -383,6 +398,20 @@ def fn(x):
     for t in range(seq_len):  # BREAK
         outputs.append(x[:, t] * batch_size)
     return torch.stack(outputs, 1)
+''', calls=SHAPES),
+        Example('''
+import torch
+import torch.nn.functional as F
+
+def pad_to_multiple(tensor, seqlen, multiple):
+    m = seqlen / multiple
+    if m.is_integer():  # BREAK
+        return tensor
+    return F.pad(tensor, (0, 2))
+
+@torch.compile
+def fn(x):
+    return pad_to_multiple(x, x.shape[1], 4) * 2
 ''', calls=SHAPES),
         Example('''
 import torch
@@ -548,6 +577,11 @@ def fn(x):
             size = _key_size(node.args[0].value, ctx)
             if size is not None:
                 self._report(node, size, f"key of a Python dict lookup (.{func.attr.value}())", ctx)
+                return
+        if isinstance(func, cst.Attribute) and func.attr.value == "is_integer" and not node.args:
+            size = _quotient_of_size(func.value, ctx)
+            if size is not None:
+                self._report(node, size, "quotient tested with .is_integer()", ctx)
                 return
         qualname = ctx.qualname(func)
         if qualname in _SEQUENCE_BUILDERS and node.args:
