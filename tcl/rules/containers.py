@@ -38,9 +38,10 @@ def _containers_initialised(tree) -> tuple[frozenset[str], frozenset[str]]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and empty(node.value):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    for node in nodes_of(tree, ast.Assign):
-        if empty(node.value):
-            for target in node.targets:
+    # `self.q_record: collections.deque = collections.deque(maxlen=1000)` too
+    for node in [*nodes_of(tree, ast.Assign), *nodes_of(tree, ast.AnnAssign)]:
+        if node.value is not None and empty(node.value):
+            for target in getattr(node, "targets", None) or [node.target]:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                     attrs.add(target.attr)
     return frozenset(attrs), frozenset(names)
@@ -115,7 +116,7 @@ import torch
 
 class Agent:
     def __init__(self):
-        self.q_record = collections.deque(maxlen=1000)
+        self.q_record: collections.deque = collections.deque(maxlen=1000)
 
     def compute_loss(self, q_values):
         self.q_record.extend(q_values.detach().cpu().numpy().ravel())  # BREAK
