@@ -41,6 +41,18 @@ class DataDependentBranch(Rule):
 import torch
 
 @torch.compile
+def fn(x, scale=None):
+    # `== None` on a tensor is Python's False (Tensor.__eq__), not tensor data (pykan's style)
+    if scale != None:
+        x = x * scale
+    if x == None:
+        return x
+    return x + 1
+''', args="(torch.randn(4, 4), torch.randn(4, 4))"),
+        Example('''
+import torch
+
+@torch.compile
 def fn(x, mask=None):
     if mask is not None:
         x = x.masked_fill(mask, 0)
