@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 # A guard fact a constructor call carries to the __init__ it reaches (CallSite.facts) when the
 # call runs eagerly inside a compiled call (FunctionWalker.runs_eagerly_here).
 EAGER_CONSTRUCTION = ("<built where the compiled call runs eagerly>",)
+# A method run on an object the traced code itself built (`solver = make_solver(...);
+# solver.integrate(t)`): its attributes start afresh on every call, so nothing Dynamo reads from
+# them carries over between calls (TCL507). Passed on to the object's own `self.m()` calls.
+FRESH_OBJECT = ("<an object the traced code built>",)
 
 AMPLIFIERS = (cst.For, cst.While, cst.With, cst.Try)
 
@@ -196,6 +200,7 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
         # An nn.Module __init__ every traced caller runs where the compiled call runs eagerly:
         # Dynamo compiles it as a frame of its own (see runs_eagerly_here).
         self.eager_construction = bool(facts) and bool(facts.get(EAGER_CONSTRUCTION))
+        self.fresh_object = bool(facts) and bool(facts.get(FRESH_OBJECT))
         self._returned_by_break: cst.Call | None = None
 
     # -- the public surface rules use ----------------------------------------------------
@@ -617,6 +622,10 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
         if callee is not None and callee.name == "__init__" and callee.owner is not None \
                 and callee.owner.is_module and self.runs_eagerly_here():
             facts |= {(EAGER_CONSTRUCTION, True)}
+        receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if isinstance(receiver, cst.Name) and receiver.value != SELF and receiver.value in self.assigned \
+                and isinstance(self.origins.get(receiver.value), cst.Call):
+            facts |= {(FRESH_OBJECT, True)}
         literals = None
         if callee is not None and all(self._forwards_entry_varargs(arg) for arg in args if arg.star):
             literals = self.call_literals(args)

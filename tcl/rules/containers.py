@@ -4,8 +4,9 @@ Dynamo guards on the length of a list or dict it reads from a module attribute o
 global. Code that appends to one inside the compiled region (`self.captured.append(out)` in a
 hook, `CACHE.append(x)`) changes that length on every call, so the next call fails the guard.
 Only containers the file creates empty (`self.captured = []`, `SEEN = {}`, `deque(maxlen=N)`) are
-reported, on an nn.Module or any other object whose method compiled code runs, and not when the
-function rebuilds the container before growing it.
+reported, on an nn.Module or any other object whose method compiled code runs (not on an object
+the compiled call itself built, `solver = Solver(y0); solver.integrate(t)`, whose containers start
+empty every call), and not when the function rebuilds the container before growing it.
 """
 
 from __future__ import annotations
@@ -88,7 +89,30 @@ class Capture(nn.Module):
         self.captured = []
         self.captured.append(x.sum())
         return x * 2
-''', entry="Capture")]
+''', entry="Capture"), Example('''
+import collections
+import torch
+
+class Solver:
+    def __init__(self, y0):
+        self.y0 = y0
+        self.history = collections.deque(maxlen=4)
+
+    def integrate(self, t):
+        y = self.y0
+        for _ in range(3):
+            y = self.step(y, t)
+        return y
+
+    def step(self, y, t):
+        self.history.appendleft(y)  # an object built in the compiled call: empty every call
+        return y + t
+
+@torch.compile
+def fn(y0, t):
+    solver = Solver(y0)
+    return solver.integrate(t)
+''', args="(torch.randn(4), torch.randn(4))", calls="[(torch.randn(4), torch.randn(4)) for _ in range(4)]")]
     INVALID = [Example('''
 import torch
 from torch import nn
@@ -143,6 +167,8 @@ loss = torch.compile(agent.compute_loss)
             owner = ctx.function.owner
             if owner is None or receiver.attr.value not in attrs:
                 return
+            if not owner.is_module and ctx.fresh_object:
+                return  # an object the compiled call built: its container starts empty every call
             if _rebound_before(ctx, receiver):
                 return
             target = f"self.{receiver.attr.value}"
