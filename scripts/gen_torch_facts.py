@@ -206,6 +206,15 @@ CALL_PROBES = {
     "torch.get_default_device": "torch.get_default_device()", "torch.backends.cuda.is_built": "torch.backends.cuda.is_built()",
     "torch.use_deterministic_algorithms": "torch.use_deterministic_algorithms(False)",
     "torch.is_autocast_enabled": "torch.is_autocast_enabled()",
+    # Session 39: packing for RNNs, as recurrent agents and speech models call it (pfrl's
+    # `nn.utils.rnn.pack_sequence(seqs)` broke a compiled DRQN step on dev3); pad_sequence is
+    # probed as the one that traces.
+    "torch.nn.utils.rnn.pack_sequence": "torch.nn.utils.rnn.pack_sequence([x, x[:2]])",
+    "torch.nn.utils.rnn.pack_padded_sequence":
+        "torch.nn.utils.rnn.pack_padded_sequence(x.view(1, 3, 1), torch.tensor([3]), batch_first=True)",
+    "torch.nn.utils.rnn.pad_packed_sequence":
+        "torch.nn.utils.rnn.pad_packed_sequence(torch.nn.utils.rnn.pack_sequence([x, x[:2]]))",
+    "torch.nn.utils.rnn.pad_sequence": "torch.nn.utils.rnn.pad_sequence([x, x[:2]])",
     "zlib.crc32": "zlib.crc32(b'a')", "base64.b64encode": "base64.b64encode(b'a')",
     "struct.pack": "struct.pack('i', 1)", "secrets.token_hex": "secrets.token_hex(4)",
     "traceback.format_stack": "traceback.format_stack()", "traceback.extract_stack": "traceback.extract_stack()",

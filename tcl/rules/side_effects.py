@@ -455,6 +455,16 @@ def fn(x):
     return x + torch.randn_like(x)
 '''),
         Example('''
+import torch
+from torch import nn
+
+@torch.compile
+def fn(x, y):
+    # a recurrent agent packing its one-step sequences (pfrl's DRQN)
+    packed = nn.utils.rnn.pack_sequence([x, y])  # BREAK
+    return x * 2, packed
+''', args="(torch.randn(3, 4), torch.randn(2, 4))"),
+        Example('''
 import random
 import torch
 
