@@ -1,8 +1,8 @@
 """Python containers that compiled code grows: a recompile on every call (TCL507).
 
-Dynamo guards on the length of a list or dict it reads from a module attribute or a module
-global. Code that appends to one inside the compiled region (`self.captured.append(out)` in a
-hook, `CACHE.append(x)`) changes that length on every call, so the next call fails the guard.
+Dynamo guards on the length of a list, dict or deque it reads from an object's attribute or a
+module global. Code that appends to one inside the compiled region (`self.captured.append(out)`
+in a hook, `CACHE.append(x)`) changes that length on every call, so the next call fails the guard.
 Only containers the file creates empty (`self.captured = []`, `SEEN = {}`, `deque(maxlen=N)`) are
 reported, on an nn.Module or any other object whose method compiled code runs (not on an object
 the compiled call itself built, `solver = Solver(y0); solver.integrate(t)`, whose containers start
