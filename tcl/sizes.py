@@ -565,18 +565,82 @@ def _named_size(name: str, ctx, depth: int) -> Size | None:
     return Size(size.varies, f"{name} = {size.why}" if not size.why.startswith(name) else size.why)
 
 
-def unpacked_shape_origins(elements: list[cst.BaseExpression], value: cst.BaseExpression, ctx) -> dict:
-    """`b, n, d = x.shape`: name -> the synthetic `x.shape[i]` it holds (up to a starred element)."""
-    tensor = whole_shape(value, ctx)
+def unpacked_shape_origins(elements, value: cst.BaseExpression, ctx) -> dict:
+    """name -> the synthetic `x.shape[i]` it holds, for the elements of an unpacking target
+    (cst.Element / cst.StarredElement): `b, n, d = x.shape`, a slice of the shape (`b, t =
+    x.shape[:2]`, `h, w = x.size()[-2:]`), and the names after a starred element, counted from
+    the end (`*_, h, w = x.shape`: dims -2 and -1)."""
+    tensor, first = whole_shape(value, ctx), 0
     if tensor is None:
-        return {}
+        sliced = shape_slice(value, ctx)
+        if sliced is None:
+            return {}
+        tensor, first = sliced
+    star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
+    if first is None or (first < 0 and star is not None):
+        return {}  # `a, b = x.shape[k:]` with k unknown, or a negative start and a star
     out = {}
     for i, element in enumerate(elements):
-        if isinstance(element, cst.StarredElement):
-            break
-        if isinstance(element, cst.Name):
-            out[element.value] = cst.Subscript(
-                value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
-                slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer(str(i))))],
-            )
+        if star is not None and i >= star:
+            dim = i - len(elements) if i > star else None  # after the star: from the end
+        else:
+            dim = first + i if first >= 0 or first + i < 0 else None
+        name = getattr(element, "value", None)
+        if dim is not None and isinstance(name, cst.Name):
+            out[name.value] = shape_dim(tensor, dim)
     return out
+
+
+def shape_slice(node: cst.BaseExpression, ctx) -> tuple[cst.BaseExpression, int] | None:
+    """(the tensor, the first dim) of `x.shape[a:b]` / `x.size()[a:b]` with literal (or no)
+    bounds and no step; a slice whose start counts from the end gives a negative first dim."""
+    if not (isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice)):
+        return None
+    part = node.slice[0].slice
+    tensor = whole_shape(node.value, ctx)
+    if tensor is None or part.step is not None:
+        return None
+    bounds = [None if b is None else int_literal(b) for b in (part.lower, part.upper)]
+    if any(b is None and given is not None for b, given in zip(bounds, (part.lower, part.upper))):
+        return None  # a bound that is not a literal
+    return tensor, bounds[0] or 0
+
+
+def expand_shape_slices(value: cst.BaseExpression, ctx) -> cst.BaseExpression:
+    """`(*x.shape[:2], m, dev)` as `(x.shape[0], x.shape[1], m, dev)`: a starred slice of a shape
+    whose length the literals fix, spelled out so that each target name gets its element
+    (reformer's `b, t, m, device = *x.shape[:2], self.num_mem_kv, x.device`)."""
+    if not isinstance(value, (cst.Tuple, cst.List)) or not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return value
+    elements = []
+    for element in value.elements:
+        sliced = shape_slice(element.value, ctx) if isinstance(element, cst.StarredElement) else None
+        dims = _slice_dims(element.value.slice[0].slice) if sliced is not None else None
+        if isinstance(element, cst.StarredElement) and dims is None:
+            return value  # a length tcl cannot count
+        if dims is None:
+            elements.append(element)
+        else:
+            elements.extend(cst.Element(shape_dim(sliced[0], d)) for d in dims)
+    return value.with_changes(elements=elements)
+
+
+def _slice_dims(part: cst.Slice) -> list[int] | None:
+    """The dims `[a:b]` takes when its literals alone fix them (both bounds of one sign, `[:b]`
+    with b >= 0, `[-k:]`), else None."""
+    lower = 0 if part.lower is None else int_literal(part.lower)
+    upper = None if part.upper is None else int_literal(part.upper)
+    if lower is None or (part.upper is not None and upper is None):
+        return None
+    if upper is None:
+        return list(range(lower, 0)) if lower < 0 else None
+    if (lower >= 0) != (upper >= 0):
+        return None
+    return list(range(lower, upper))
+
+
+def shape_dim(tensor: cst.BaseExpression, dim: int) -> cst.Subscript:
+    """The synthetic `tensor.shape[dim]`, for origins."""
+    index = cst.Integer(str(dim)) if dim >= 0 else cst.UnaryOperation(cst.Minus(), cst.Integer(str(-dim)))
+    return cst.Subscript(value=cst.Attribute(value=tensor, attr=cst.Name("shape")),
+                         slice=[cst.SubscriptElement(slice=cst.Index(value=index))])

@@ -24,7 +24,7 @@ from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
 from .names import LOGGER_NAMES, dotted
 from .params import all_params as _all_params, positional_params, tensor_evidenced_names
-from .sizes import fixed_tensor, size_of, unpacked_shape_origins
+from .sizes import expand_shape_slices, fixed_tensor, size_of, unpacked_shape_origins
 from .known_values import KnownValues
 from .walker_findings import Candidate, FindingReports
 
@@ -702,6 +702,7 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
                 self.origins[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
+            value = expand_shape_slices(value, self) if value is not None else None
             values = None
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 values = [el.value for el in value.elements]
@@ -712,7 +713,7 @@ class FunctionWalker(FindingReports, KnownValues, cst.CSTVisitor):
             returned = self._returned_elements(value, len(elements))
             if returned is None and isinstance(value, cst.Name) and len(self.tuple_env.get(value.value, ())) == len(elements):
                 returned = self.tuple_env[value.value]
-            shape = unpacked_shape_origins(elements, value, self) if value is not None and values is None else {}
+            shape = unpacked_shape_origins(target.elements, value, self) if value is not None and values is None else {}
             for i, element in enumerate(elements):
                 if isinstance(element, cst.StarredElement):
                     element = element.value

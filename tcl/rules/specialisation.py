@@ -401,6 +401,30 @@ def fn(x):
 ''', calls=SHAPES),
         Example('''
 import torch
+
+@torch.compile
+def fn(x):
+    batch_size, seq_len = x.shape[:2]  # a slice of the shape: dims 0 and 1
+    return torch.stack([x[:, t] * batch_size for t in range(seq_len)], 1)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    b, t, scale = *x.shape[:2], 2.0  # reformer's Autopadder spells it so
+    return torch.stack([x[:, i] * scale for i in range(t)], 1)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
+
+@torch.compile
+def fn(x):
+    *_, width = x.shape  # after a star: counted from the end, dim -1
+    return torch.stack([x[..., i] for i in range(width)], -1)  # BREAK
+''', calls=SHAPES),
+        Example('''
+import torch
 import torch.nn.functional as F
 
 def pad_to_multiple(tensor, seqlen, multiple):
