@@ -530,7 +530,7 @@ class FileAnalysis(EntryPoints, CallResolver):
                 entries = () if own else tuple(sorted(compiled or names))
                 guessed = not own and not compiled
             for candidate in result.candidates:
-                if guessed and not candidate.rule.on_guessed_entries:
+                if guessed and not candidate.on_guessed_entries:
                     continue  # an int argument's per-call change, in code only guessed compiled
                 output.append((candidate, entries))
         return output

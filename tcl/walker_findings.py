@@ -78,6 +78,9 @@ class Candidate:
     # The settings that remove this finding where they differ from its rule's (`report`'s
     # `removed_by`): TCL501 on a module-level dict is not removed by a module-attribute setting.
     removed_by: frozenset | None = None
+    # Whether it is reported in code reached only from public functions tcl guesses users
+    # compile (Rule.on_guessed_entries, or `report`'s argument for this one finding).
+    on_guessed_entries: bool = True
 
     @property
     def removed_settings(self) -> frozenset:
@@ -94,11 +97,13 @@ class FindingReports:
 
     def report(self, rule: type["Rule"], node: cst.CSTNode, message: str | None = None, gb: str | None = None,
                resumes: bool | None = None, guards: cst.BaseExpression | None = None,
-               removed_by: frozenset | None = None) -> None:
+               removed_by: frozenset | None = None, on_guessed_entries: bool | None = None) -> None:
         """A finding of `rule` at `node`; `resumes=False`: Dynamo cannot resume after this one
         break although the rule's others resume (default: the rule's `resumes`); `guards`: the
         size whose exact value this use fixes (a recompile rule's specialising use); `removed_by`:
-        the settings that remove this finding, where they differ from the rule's."""
+        the settings that remove this finding, where they differ from the rule's;
+        `on_guessed_entries=False`: not in code only a guessed public entry reaches (default:
+        the rule's `on_guessed_entries`)."""
         if self.first_call_branches and rule.category in STEADY_STATE_CATEGORIES:
             return  # breaks only the first call (is_state_initialisation): not a steady-state hazard
         amplifier = next((a for a in reversed(self.amplifiers) if a), None)
@@ -108,6 +113,7 @@ class FindingReports:
         candidate.nested = self.inside_nested_function()
         candidate.resumes = rule.resumes if resumes is None else resumes
         candidate.removed_by = removed_by
+        candidate.on_guessed_entries = rule.on_guessed_entries if on_guessed_entries is None else on_guessed_entries
         if guards is not None and not candidate.nested:
             self._note_size_guard(guards, candidate)
         if rule.category == "recompile" and not candidate.nested:

@@ -178,7 +178,12 @@ loss = torch.compile(agent.compute_loss)
             target = receiver.value
         else:
             return
-        ctx.report(self, node, self.message.format(target=target))
+        # A plain object's container outlives the call only if the object does: where the
+        # method is reached only from a public function tcl guesses users compile, who builds
+        # the object (once, or per call) is a second guess (transformers' candidate generators
+        # are built inside each generate() call). An nn.Module is built once and kept.
+        plain = isinstance(receiver, cst.Attribute) and not ctx.function.owner.is_module
+        ctx.report(self, node, self.message.format(target=target), on_guessed_entries=False if plain else None)
 
 
 def _rebound_before(ctx, receiver: cst.Attribute) -> bool:
