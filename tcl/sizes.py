@@ -577,8 +577,8 @@ def unpacked_shape_origins(elements, value: cst.BaseExpression, ctx) -> dict:
             return {}
         tensor, first = sliced
     star = next((i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)), None)
-    if first is None or (first < 0 and star is not None):
-        return {}  # `a, b = x.shape[k:]` with k unknown, or a negative start and a star
+    if first < 0 and star is not None:
+        return {}  # `a, *rest = x.shape[-3:]`: where the star ends is unknown
     out = {}
     for i, element in enumerate(elements):
         if star is not None and i >= star:
