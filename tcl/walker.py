@@ -22,7 +22,7 @@ from .branches import (
 )
 from .kinds import SELF, KindEvaluator, string_key
 from .module_index import FunctionInfo, ModuleIndex
-from .names import LOGGER_NAMES, dotted
+from .names import LOGGER_NAMES, dotted, names_in
 from .params import all_params as _all_params, positional_params, tensor_evidenced_names
 from .sizes import expand_shape_slices, fixed_tensor, size_of, unpacked_shape_origins
 from .known_values import KnownValues
@@ -862,8 +862,6 @@ def _is_disabled(node: cst.FunctionDef, index: ModuleIndex) -> bool:
 def _plain_parallel(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
     """`a, b = e1, e2` with no starred element on either side and no `e` reading a name the
     left side binds (`a, b = b, a`)."""
-    from .names import names_in
-
     if any(isinstance(el, cst.StarredElement) for el in (*target.elements, *value.elements)):
         return False
     bound = {el.value.value for el in target.elements if isinstance(el.value, cst.Name)}
