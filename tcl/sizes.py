@@ -336,6 +336,23 @@ def length_fixed(tensor: cst.BaseExpression, ctx) -> bool:
 def _dim_size(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size | None:
     if not is_tensor(ctx.kind(tensor)):
         return None
+    key = (id(tensor), dim)
+    if key in _DIM_SIZES_IN_PROGRESS:
+        # Origins are one per name, not per program point, so a size read before the name is
+        # rebound leads back here: `n = x.shape[1] - x.shape[1] % k; x = x[:, :n]` asks for
+        # dim 1 of `x`, whose origin is cut by `n`. Nothing more is known on this route.
+        return Size(None, f"dim {dim} of {source_text(tensor)}" if dim is not None else f"a size of {source_text(tensor)}")
+    _DIM_SIZES_IN_PROGRESS.add(key)
+    try:
+        return _dim_size_of(tensor, dim, ctx)
+    finally:
+        _DIM_SIZES_IN_PROGRESS.discard(key)
+
+
+_DIM_SIZES_IN_PROGRESS: set[tuple[int, int | None]] = set()  # (tensor node, dim) _dim_size is deciding
+
+
+def _dim_size_of(tensor: cst.BaseExpression, dim: int | None, ctx) -> Size:
     if fixed_tensor(tensor, ctx):
         return Size(False, f"a size of {source_text(tensor)}, which the module holds or builds from constants")
     dims = _factory_dims(tensor, ctx) if dim is not None else None

@@ -208,3 +208,28 @@ def test_tcl508_leaves_a_read_inside_an_outer_loop():
             return out
         """, code="TCL508")
     assert [f.line for f in found] == [9]
+
+
+def test_a_size_read_before_its_tensor_is_cut_by_it_ends():
+    """transformers' FastSpeech2 loss: `length_dim` is a size of `spectrogram_mask` before the
+    name is rebound to a cut by `length_dim`. Origins are per name, so asking for that size led
+    back to itself until Python's recursion limit, and the whole file was "could not be
+    analysed"."""
+    analyzer = Analyzer(Config(torch_version="2.13"))
+    report = analyzer.check_source(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Loss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.reduction_factor = 2
+
+            def forward(self, spectrogram_mask):
+                length_dim = spectrogram_mask.shape[1] - spectrogram_mask.shape[1] % self.reduction_factor
+                spectrogram_mask = spectrogram_mask[:, :, :length_dim]
+                for i in range(length_dim):
+                    spectrogram_mask = spectrogram_mask + 1
+                return spectrogram_mask
+        """), "m.py")
+    assert report.errors == []
