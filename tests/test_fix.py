@@ -732,7 +732,24 @@ def test_branches_that_do_more_than_report_are_not_guarded(branch):
 
 
 def test_a_data_check_that_raises_is_skipped_under_compile_only_with_unsafe_fixes():
-    # a tensor operand before a Python one: no in-graph check (tests/test_fix_checks.py)
+    # a tensor operand before a Python one that cannot be moved first (`len(n)` of a value of
+    # unknown type may raise): no in-graph check (tests/test_fix_checks.py)
+    source = """
+    import torch
+
+    @torch.compile
+    def fn(x, n):
+        if torch.isnan(x).any() or len(n) != 2:
+            raise ValueError("NaN input")
+        return x
+    """
+    assert not run_fix(source).changed
+    assert "if not torch.compiler.is_compiling() and (torch.isnan(x).any() or len(n) != 2):" in fixed(source, unsafe=True)
+
+
+def test_a_python_operand_after_a_tensor_one_is_moved_first_then_checked_in_the_graph():
+    # tcl/fixes/operand_order.py: `x.dim() != 2` is total and pure, so it goes first (safe);
+    # the next round keeps the reordered check in the graph (tcl/fixes/checks.py)
     source = """
     import torch
 
@@ -742,8 +759,11 @@ def test_a_data_check_that_raises_is_skipped_under_compile_only_with_unsafe_fixe
             raise ValueError("NaN input")
         return x
     """
-    assert not run_fix(source).changed
-    assert "if not torch.compiler.is_compiling() and (torch.isnan(x).any() or x.dim() != 2):" in fixed(source, unsafe=True)
+    result = run_fix(source)
+    assert [f.title.split(" (")[0] for f in result.applied][:1] == ["test the Python operands of `or` first"]
+    assert "elif x.dim() != 2 or torch.isnan(x).any():" in result.fixed
+    assert "torch._assert_async(" in result.fixed
+    assert result.remaining == []
 
 
 # -- idempotence ------------------------------------------------------------------------------

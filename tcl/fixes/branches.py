@@ -71,15 +71,23 @@ def fix_branch(finding, node: cst.CSTNode, ctx) -> Fix | None:
     if isinstance(parent, cst.If) and parent.test is node:
         from .guards import guard_reporting_branch
 
-        return (check_in_graph(finding, parent, node, ctx) or guard_reporting_branch(finding, parent, ctx)
-                or fix_if(finding, parent, node, ctx, Verdict(SAFE, [])))
-    if isinstance(parent, cst.IfExp) and parent.test is node:
-        return fix_ifexp(finding, parent, node, ctx, Verdict(SAFE, []))
-    if isinstance(parent, cst.Assert) and parent.test is node:
+        fix = (check_in_graph(finding, parent, node, ctx) or guard_reporting_branch(finding, parent, ctx)
+               or fix_if(finding, parent, node, ctx, Verdict(SAFE, [])))
+    elif isinstance(parent, cst.IfExp) and parent.test is node:
+        fix = fix_ifexp(finding, parent, node, ctx, Verdict(SAFE, []))
+    elif isinstance(parent, cst.Assert) and parent.test is node:
         from .asserts import fix_assert_condition
 
-        return fix_assert_condition(finding, parent, ctx)
-    return None
+        fix = fix_assert_condition(finding, parent, ctx)
+    else:
+        return None
+    if fix is None or fix.safety < SAFE:
+        # A safe reorder beats an unsafe rewrite; once applied, the next round rewrites the
+        # reordered test if it can (a check `P or T` is kept in the graph, tcl/fixes/checks.py).
+        from .operand_order import python_tests_first
+
+        return python_tests_first(finding, parent, node, ctx) or fix
+    return fix
 
 
 def fix_scalar_test(finding, node: cst.CSTNode, ctx) -> Fix | None:
