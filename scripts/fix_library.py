@@ -4,6 +4,8 @@ before and after, and whether the models' outputs stayed identical.
 
     python scripts/fix_library.py [--models all|default|NAME,...] [--libraries transformers,timm,torchvision]
                                   [--json docs/results/fix_library.json] [--keep DIR] [--timeout 300]
+                                  [--results-dir EVAL_WORKER_OUTPUTS]
+    python scripts/fix_library.py --report RESULT.json [--results-dir EVAL_WORKER_OUTPUTS]
 
 1. Discovery (one child process, the original libraries): every model of eval/models.py is
    built and run once eagerly under sys.setprofile, which records the library functions
@@ -27,6 +29,12 @@ before and after, and whether the models' outputs stayed identical.
    the safe one is not run twice.
 5. Tables per variant; the whole result, diffs included, as JSON (default
    docs/results/fix_library.json).
+6. Runtime break events per family (GB id): before, after each variant, and after the variant
+   `tcl fix --verify` would keep per model (the unsafe copy where its outputs are identical and
+   its breaks go down with no new GB id; verified_variant). A run that failed on either side
+   removes nothing. With --results-dir (the eval worker outputs of the same models), the breaks
+   of models no fix touched count too, so the last line gives the share of the whole part's
+   break events each variant removes (issue 17's measure).
 
 Exit status 1 if a rewritten file does not parse or a safe fix changed a model's outputs.
 """
@@ -502,6 +510,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="tcl check workers (default 2)")
     parser.add_argument("--report", metavar="JSON", help="print the summary table of a saved result and exit")
     parser.add_argument("--child-discover", nargs=2, metavar=("NAMES", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--results-dir", metavar="DIR",
+                        help="eval worker outputs of the same models (eval/run_eval.py --results-dir): the "
+                             "per-family table then also counts the breaks of models no fix touched")
     parser.add_argument("--child-run", nargs=2, metavar=("NAME", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     libraries = [x.strip() for x in args.libraries.split(",") if x.strip()]
@@ -511,7 +522,10 @@ def main(argv: list[str]) -> int:
         return child_run(*args.child_run)
     if args.report:
         with open(args.report, encoding="utf-8") as f:
-            print(summary_table(json.load(f)))
+            saved = json.load(f)
+        print(summary_table(saved))
+        print("\n" + family_table(saved, worker_breaks(args.results_dir, saved["models_checked"])
+                                  if args.results_dir else None))
         return 0
 
     _eval_imports()
@@ -542,6 +556,7 @@ def main(argv: list[str]) -> int:
             cleanup.cleanup()
     result["seconds"] = round(time.time() - started, 1)
     print("\n" + summary_table(result))
+    print("\n" + family_table(result, worker_breaks(args.results_dir, names) if args.results_dir else None))
     print(f"\ntotal {result['seconds']}s")
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
@@ -587,6 +602,94 @@ def summary_table(result: dict) -> str:
                    f"functions they run {t['findings_fixed']}; runtime breaks {t['breaks_before']} -> "
                    f"{t['breaks_after']}; outputs identical {t['identical']}/{t['models']}")
     return "\n".join(out)
+
+
+def _gb_types() -> dict:
+    with open(os.path.join(EVAL, "gb_classes.json"), encoding="utf-8") as f:
+        return {gb: e.get("gb_type", "") for gb, e in json.load(f)["entries"].items()}
+
+
+def _families(sites: list[str]) -> collections.Counter:
+    """GB id -> break events, from a run's `break_sites` ("path:line GBxxxx" per event)."""
+    return collections.Counter(site.rsplit(" ", 1)[-1] for site in sites)
+
+
+def verified_variant(entry: dict) -> str:
+    """The variant `tcl fix --verify` would keep for this model, judged per model: the unsafe
+    copy where it ran, its outputs are identical to the original's, its breaks went down from
+    the safe copy's and it has no GB id the original lacks; else the safe copy (or the original
+    where no file of the model changed). A proxy: --verify judges each fix, not each model."""
+    original, safe, unsafe = entry["original"], entry.get("safe"), entry.get("unsafe")
+    fallback = "safe" if safe else "original"
+    if not unsafe or unsafe.get("compile_error") or not unsafe.get("outputs", {}).get("identical"):
+        return fallback
+    before = (safe or original).get("breaks")
+    if unsafe.get("breaks") is None or before is None or unsafe["breaks"] >= before:
+        return fallback
+    if set(_families(unsafe.get("break_sites", []))) - set(_families(original.get("break_sites", []))):
+        return fallback
+    return "unsafe"
+
+
+def worker_breaks(results_dir: str, names) -> dict:
+    """model -> GB id counter of the eval worker's output (every logged break of the model's run)."""
+    out = {}
+    for name in names:
+        path = os.path.join(results_dir, f"{name}.json")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        out[name] = collections.Counter(b.get("gb") or "?" for b in data.get("breaks", []))
+    return out
+
+
+def family_table(result: dict, whole: dict | None = None) -> str:
+    """Runtime break events per family (GB id) of the models that run a changed file: before,
+    after each variant, and after the variant --verify would keep (verified_variant). A model
+    whose run failed on either side counts its original breaks as not removed. With `whole`
+    (worker_breaks of every model of the part), the models no fix touched add their breaks,
+    unchanged, to a whole-part column."""
+    names = _gb_types()
+    before, after = collections.Counter(), {v: collections.Counter() for v in ("safe", "unsafe", "verified")}
+    for entry in result["models"].values():
+        original = _families(entry["original"].get("break_sites", []))
+        before += original
+        for variant in ("safe", "unsafe", "verified"):
+            chosen = verified_variant(entry) if variant == "verified" else variant
+            run = entry.get(chosen) or entry["original"]
+            failed = run.get("compile_error") or run.get("error") or entry["original"].get("compile_error") or \
+                (chosen != "original" and not run.get("outputs", {}).get("identical", True))
+            after[variant] += original if failed else _families(run.get("break_sites", []))
+    untouched = collections.Counter()
+    if whole is not None:
+        for name, counts in whole.items():
+            if name not in result["models"]:
+                untouched += counts
+    families = sorted(set(before) | set(untouched), key=lambda gb: (-(before[gb] + untouched[gb]), gb))
+    rows = []
+    for gb in families:
+        row = [gb, names.get(gb, "")[:44], before[gb]] + [after[v][gb] for v in ("safe", "unsafe", "verified")]
+        if whole is not None:
+            row.append(before[gb] + untouched[gb])
+        rows.append(tuple(row))
+    total = ["total", "", sum(before.values())] + [sum(after[v].values()) for v in ("safe", "unsafe", "verified")]
+    header = ["GB id", "family", "breaks before", "after --apply", "after --unsafe-fixes", "after verified"]
+    if whole is not None:
+        total.append(sum(before.values()) + sum(untouched.values()))
+        header.append("the whole part's breaks")
+    rows.append(tuple(total))
+    text = ("runtime break events per family, models that run a changed file (verified: the unsafe copy "
+            "where its outputs are identical and its breaks go down without a new GB id, else --apply's)\n"
+            + table(tuple(header), rows))
+    if whole is not None:
+        part = sum(before.values()) + sum(untouched.values())
+        removed = {v: sum(before.values()) - sum(after[v].values()) for v in ("safe", "unsafe", "verified")}
+        text += (f"\nthe whole part: {part} break events; removed by --apply {removed['safe']} "
+                 f"({removed['safe'] / max(part, 1):.0%}), by --apply --unsafe-fixes {removed['unsafe']} "
+                 f"({removed['unsafe'] / max(part, 1):.0%}), verified {removed['verified']} "
+                 f"({removed['verified'] / max(part, 1):.0%})")
+    return text
 
 
 def log(text: str) -> None:
