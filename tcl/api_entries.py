@@ -27,7 +27,9 @@ entry of its own, walked after those (so code they reach keeps what its callers 
   display library (`cv2`, `PIL`, `matplotlib`, ...: `DRAWING_LIBRARIES`) is visualisation
   (`Results.plot`, `plot_images`), which nobody compiles, however many tensors it takes;
 * in library code: not a script (no top-level `if __name__ == "__main__":`), not a test, example,
-  benchmark, doc or script file (by path: `tests/`, `test_*.py`, `conftest.py`, `setup.py`, ...).
+  benchmark, doc or script file (by path: `tests/`, `test_*.py`, `conftest.py`, `setup.py`, ...);
+* in a file that imports torch (`import torch`, `from torch import nn`, ...): numpy's and
+  sympy's array and expression methods (`.expand()`, `.reshape()`) look like a tensor's.
 
 A function that another checked file's compiled entries reach is reported from there only
 (runner.RunResult.findings). `api-entries` in `[tool.tcl]` / `--api-entries`: `auto` (the
@@ -96,7 +98,16 @@ def applies(index: ModuleIndex, mode: str) -> bool:
         return False
     if mode == "on":
         return True
-    return is_library_file(index.path) and not _has_main_guard(index.module)
+    return is_library_file(index.path) and not _has_main_guard(index.module) and imports_torch(index)
+
+
+def imports_torch(index: ModuleIndex) -> bool:
+    """Whether the file imports torch or a part of it. A public function of a file that does not
+    is not known to take tensors: numpy's `delete(arr, ...)` and sympy's `limitinf(e, x)` call
+    `.expand()` and `.reshape()`, which tensors have too, and were taken for tensor APIs
+    (session 40: 157 findings in numpy, scipy and sympy, none of which imports torch there).
+    Such a file's functions are still walked from the entries of files that call them."""
+    return any(name == "torch" or name.startswith("torch.") for name in index.imports.aliases.values())
 
 
 def is_library_file(path: str) -> bool:

@@ -394,3 +394,23 @@ def test_a_plain_objects_growing_list_is_not_reported_on_a_guessed_entry(tmp_pat
                      GENERATOR + "\ngenerator = CandidateGenerator()\nstep = torch.compile(generator.get_candidates)\n")
     findings, errors = check([compiled])
     assert not errors and lines(findings) == [("TCL507", 10)]
+
+
+ARRAYS = """\
+def delete(arr, obj):
+    # steps forward through the flattened array (the word lets the file past the prefilter)
+    arr = arr.reshape(-1)
+    if arr.sum() > 0:
+        return arr.expand(2, -1)
+    return arr
+"""
+
+
+def test_a_file_that_does_not_import_torch_has_no_public_tensor_api(tmp_path):
+    # numpy's delete() and sympy's limitinf() call methods tensors have too (.reshape, .expand)
+    # and were taken for tensor APIs, though neither file imports torch (session 40).
+    plain = write(tmp_path / "arrays", "ops.py", ARRAYS)
+    assert check([plain]) == ([], [])
+    with_torch = write(tmp_path / "tensors", "ops.py", "import torch\n\n\n" + ARRAYS)
+    findings, errors = check([with_torch])
+    assert not errors and lines(findings) == [("TCL201", 7)]
