@@ -16,9 +16,10 @@ evaluated at most once and evaluating one cannot change another. So tcl moves on
 - Python operands that are total and pure: constants; a parameter or a name bound by a
   straight-line assignment before the statement, with a Python (not tensor) value; `self.training`;
   a tensor's metadata (`x.dtype`, `x.device`, `x.ndim`, `x.is_cuda`, `x.requires_grad`,
-  `x.dim()`, `x.is_floating_point()`) of such a name; `torch.<dtype>`; comparisons, `is`,
-  `in` of a tuple, `not`, `isinstance` of those. Evaluated earlier than before, none of them
-  can raise or change anything.
+  `x.dim()`, `x.is_floating_point()`) of such a name; `torch.<dtype>`; comparisons, `in` of a
+  tuple, `not`, `isinstance` of those; `name is None` for any bound name, tensor or not
+  (identity runs no code). Evaluated earlier than before, none of them can raise or change
+  anything.
 - past tensor operands that are pure (tcl/fixes/exprs.py `pure`): no module calls, no in-place
   ops, no RNG. Skipped where the Python operand settles the test, they change nothing either;
   the one thing skipped with them is an error eager would have raised (`bool()` of a tensor
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..dataflow import is_tensor
+from ..dataflow import Kind, is_tensor
 from .base import SAFE, Fix
 from .branches import bound_before
 from .exprs import pure
@@ -118,22 +119,20 @@ def _settled(node: cst.BaseExpression, ctx, statement) -> bool:
         parts = [node.left] + [c.comparator for c in node.comparisons]
         if not all(isinstance(c.operator, COMPARISONS) for c in node.comparisons):
             return False
-        return all(_settled(p, ctx, statement) or _constant_display(p) for p in parts)
-    return False
-
-
-def _constant_display(node: cst.BaseExpression) -> bool:
-    """`(torch.float16, torch.bfloat16)`-like right-hand sides of `in`: literals only."""
-    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        return all(isinstance(e, cst.Element) and isinstance(e.value, (cst.Integer, cst.Float, cst.SimpleString))
-                   for e in node.elements)
+        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            # `n is None`: identity calls no code, whatever `n` holds, tensor included
+            return all(_settled(p, ctx, statement) or
+                       (isinstance(p, cst.Name) and bound_before(p.value, statement, ctx)) for p in parts)
+        return all(_settled(p, ctx, statement) for p in parts)
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):  # `in (torch.float16, torch.bfloat16)`
+        return all(isinstance(e, cst.Element) and _settled(e.value, ctx, statement) for e in node.elements)
     return False
 
 
 def _python_name(node: cst.Name, ctx, statement) -> bool:
-    if is_tensor(ctx.kind(node)) or ctx.kind(node).name in ("SCALAR", "MODULE"):
-        return False
-    return ctx.kind(node).name == "META" and bound_before(node.value, statement, ctx)
+    """A name whose value the analysis knows is Python metadata (a flag, a size, a string), bound
+    on every path to the statement."""
+    return ctx.kind(node) == Kind.META and bound_before(node.value, statement, ctx)
 
 
 def _tensor_name(node: cst.BaseExpression, ctx, statement) -> bool:
