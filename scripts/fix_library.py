@@ -555,14 +555,14 @@ def main(argv: list[str]) -> int:
         if cleanup is not None:
             cleanup.cleanup()
     result["seconds"] = round(time.time() - started, 1)
-    print("\n" + summary_table(result))
-    print("\n" + family_table(result, worker_breaks(args.results_dir, names) if args.results_dir else None))
-    print(f"\ntotal {result['seconds']}s")
-    if args.json:
+    if args.json:  # first: a table that fails must not lose a run of half an hour
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)
             f.write("\n")
+    print("\n" + summary_table(result))
+    print("\n" + family_table(result, worker_breaks(args.results_dir, names) if args.results_dir else None))
+    print(f"\ntotal {result['seconds']}s")
     bad_parse = any(v["parse_errors"] for v in result["variants"].values())
     safe_changed_outputs = any(not m["safe"]["outputs"]["identical"]
                                for m in result["models"].values() if m.get("safe", {}).get("outputs"))
@@ -581,7 +581,8 @@ def summary_table(result: dict) -> str:
             continue
 
         def cell(key, fmt=str):
-            return " / ".join("-" if v is None else str(fmt(v[key])) for v in variants)
+            # a run that failed has no break count ("error" instead): shown as "-"
+            return " / ".join("-" if v is None or key not in v else str(fmt(v[key])) for v in variants)
 
         rows.append((name, entry["mode"], cell("changed_functions_run", len), cell("findings_fixed"),
                      f"{entry['original'].get('breaks', '-')} -> {cell('breaks')}",
