@@ -1248,14 +1248,7 @@ def test_torch_imported_only_lazily_gets_a_top_level_import_and_only_as_unsafe()
     namespace["M"]()(torch.ones(2))  # runs: `torch` is bound where the guard reads it
 
 
-@pytest.mark.parametrize("test, moved", [
-    ("torch.isnan(x).any() and x.dtype in (torch.float16, torch.bfloat16)",
-     "x.dtype in (torch.float16, torch.bfloat16) and torch.isnan(x).any()"),
-    ("torch.isinf(x).any() and self.training", "self.training and torch.isinf(x).any()"),
-    ("(x > 0).all() or x.dim() == 1 or n is None", "x.dim() == 1 or n is None or (x > 0).all()"),
-])
-def test_python_operands_move_before_tensor_ones(test, moved):
-    source = f"""
+ORDERED_TEST = """
     import torch
     from torch import nn
 
@@ -1265,6 +1258,16 @@ def test_python_operands_move_before_tensor_ones(test, moved):
                 x = x.clamp(-1, 1).float()
             return x
     """
+
+
+@pytest.mark.parametrize("test, moved", [
+    ("torch.isnan(x).any() and x.dtype in (torch.float16, torch.bfloat16)",
+     "x.dtype in (torch.float16, torch.bfloat16) and torch.isnan(x).any()"),
+    ("torch.isinf(x).any() and self.training", "self.training and torch.isinf(x).any()"),
+    ("(x > 0).all() or x.dim() == 1 or n is None", "x.dim() == 1 or n is None or (x > 0).all()"),
+])
+def test_python_operands_move_before_tensor_ones(test, moved):
+    source = ORDERED_TEST.format(test=test)
     result = run_fix(source)
     assert f"if {moved}:" in result.fixed
     assert run_fix(result.fixed).changed is False  # a second run changes nothing
@@ -1276,14 +1279,5 @@ def test_python_operands_move_before_tensor_ones(test, moved):
     "torch.isnan(x).any() and len(n) > 2",              # len() of a value of unknown type may raise
 ])
 def test_operands_that_cannot_move_stay(test):
-    source = f"""
-    import torch
-    from torch import nn
-
-    class M(nn.Module):
-        def forward(self, x, n=None):
-            if {test}:
-                x = x.clamp(-1, 1).float()
-            return x
-    """
+    source = ORDERED_TEST.format(test=test)
     assert f"if {test}:" in run_fix(source, unsafe=True).fixed
